@@ -1,0 +1,34 @@
+--[[
+  Change counters. Every script that changes route-visible state records the topics it touched
+  and calls publish_changes once at the end: P:rev is bumped, each touched topic's rev is set to
+  the new global rev (so a re-created topic never reuses an old ETag), and "<rev> <topics|*>" is
+  published on P:changes for the workers' route caches and long-polls ("<rev> " alone when no
+  route changed). Uses KEYS[1] through keys.lua; takes no ARGV[i] of its own.
+]]
+local changed_topics = {}
+local changed_all = false
+local changed_any = false
+
+local function touch_topic(topic) changed_topics[topic] = true end
+local function touch_topics(list) for _, t in ipairs(list) do changed_topics[t] = true end end
+-- A change that may alter any route (group removed, filter servers, cluster tables).
+local function touch_all() changed_all = true end
+-- A change no route shows (KV outside ORDER_TOPIC_CONFIG): bump the counter only.
+local function touch_none() changed_any = true end
+
+local function publish_changes()
+  local names = {}
+  for t in pairs(changed_topics) do names[#names + 1] = t end
+  if #names == 0 and not changed_all and not changed_any then return nil end
+  local rev = rcall('INCR', k_rev())
+  for _, t in ipairs(names) do
+    if rcall('SISMEMBER', k_topics(), t) == 1 then
+      rcall('SET', k_topic_rev(t), rev)
+    else
+      rcall('DEL', k_topic_rev(t))
+    end
+  end
+  local what = changed_all and '*' or table.concat(names, ',')
+  rcall('PUBLISH', k_changes(), rev .. ' ' .. what)
+  return rev
+end

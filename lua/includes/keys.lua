@@ -1,0 +1,34 @@
+--[[
+  Key builders (mirror of nsfleet/keys.py; a test checks the two agree).
+  Every key is the namespace prefix KEYS[1] ("nsfleet:{<ns>}") plus a suffix, so every key a
+  script touches carries the namespace hash tag and lives in KEYS[1]'s cluster slot.
+  Reads KEYS[1] only; takes no ARGV[i].
+]]
+-- luacheck: globals KEYS ARGV redis cjson
+local rcall = redis.call
+local P = KEYS[1]
+local function k_broker(cluster, addr) return P .. ':broker:' .. cluster .. ':' .. addr end
+local function k_group(name) return P .. ':group:' .. name end
+local function k_queue(topic, name) return P .. ':queue:' .. topic .. ':' .. name end
+local function k_clusters() return P .. ':idx:clusters' end
+local function k_cluster(cluster) return P .. ':idx:cluster:' .. cluster end
+local function k_members(name) return P .. ':idx:members:' .. name end
+local function k_topics() return P .. ':idx:topics' end
+local function k_topic(topic) return P .. ':idx:topic:' .. topic end
+local function k_broker_topics(name) return P .. ':idx:broker-topics:' .. name end
+local function k_deadlines() return P .. ':idx:deadlines' end
+local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' .. addr end
+local function k_filters(cluster, addr) return P .. ':idx:filters:' .. cluster .. ':' .. addr end
+local function k_seq() return P .. ':seq' end
+local function k_rev() return P .. ':rev' end
+local function k_topic_rev(topic) return P .. ':rev:topic:' .. topic end
+local function k_changes() return P .. ':changes' end
+local function live_member(cluster, addr) return cluster .. '\t' .. addr end
+
+-- Server clock in epoch milliseconds: every worker sees the same clock.
+local function now_ms()
+  local t = rcall('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fmt(n) return string.format('%.0f', n) end

@@ -1,0 +1,177 @@
+--[[
+  Register a broker: the whole of RouteInfoManager.registerBroker (reference §3.2), atomically.
+  Input:
+    KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, see keys.lua)
+    KEYS[2] P:idx:kvns                      KV namespaces
+    KEYS[3] P:idx:kv:ORDER_TOPIC_CONFIG     the order-topic KV table returned to the broker
+    ARGV[1] clusterName       ARGV[2] brokerAddr        ARGV[3] brokerName
+    ARGV[4] brokerId          ARGV[5] haServerAddr ("" = none)
+    ARGV[6] zoneName ("" = none)
+    ARGV[7] heartbeatTimeoutMillis
+    ARGV[8] enableActingMaster: "true" | "false" | "" (absent: an old-version broker)
+    ARGV[9] dataVersion counter   ARGV[10] dataVersion timestamp   ARGV[11] stateVersion
+    ARGV[12] number of filter servers F, or -1 when the broker sent no list (keep the stored one)
+    ARGV[13] number of topics T
+    ARGV[14] "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent from the table)
+    ARGV[15] "1" = return the ORDER_TOPIC_CONFIG KV table
+    ARGV[16 .. 15+F] filter server addresses
+    then T groups of 5: topic, readQueueNums, writeQueueNums, perm, topicSysFlag
+  Output:
+    {"ok", masterAddr|"", haServerAddr|"", generation, kvFlag, k1, v1, k2, v2, ...}
+      kvFlag "1" when the ORDER_TOPIC_CONFIG namespace exists (then its pairs follow), else "0"
+    {"fenced"}   an older stateVersion tried to take over an id (§3.2 step 6): the newcomer's
+                 address is removed and nothing else is written
+    {"rejected"} single-topic registration from an id the group does not know (§3.2 step 7);
+                 nothing is written
+]]
+--- @include "keys"
+--- @include "changes"
+--- @include "cascade"
+
+local cluster, addr, name, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
+local dv_counter, dv_ts, dv_state = ARGV[9], ARGV[10], ARGV[11]
+local nfilters, ntopics = tonumber(ARGV[12]), tonumber(ARGV[13])
+local delete_absent, want_kv = ARGV[14] == '1', ARGV[15] == '1'
+local topics_at = 16 + math.max(nfilters, 0)
+
+local gkey, mkey = k_group(name), k_members(name)
+local members = {}
+local flat = rcall('HGETALL', mkey)
+for i = 1, #flat, 2 do members[flat[i]] = flat[i + 1] end
+local old_addr = members[id]
+
+-- Step 6, stateVersion fencing: checked before any write so a fenced call leaves no trace but
+-- the removal of the newcomer (Java removes its live entry; by-address removal does the rest).
+if old_addr and old_addr ~= addr then
+  local old_state = rcall('HGET', k_broker(cluster, old_addr), 'stateVersion')
+  if old_state and tonumber(old_state) > tonumber(dv_state) then
+    remove_broker(cluster, addr, name)
+    publish_changes()
+    return {'fenced'}
+  end
+end
+-- Step 7, single-topic guard (apache/rocketmq#4522). Java leaves steps 1-5 behind; nsfleet
+-- writes nothing so no empty group is left (a documented difference).
+if not old_addr and ntopics == 1 then return {'rejected'} end
+
+-- Steps 1-3: cluster set, group row (brokerName is global), acting master and zone.
+rcall('SADD', k_clusters(), cluster)
+rcall('SADD', k_cluster(cluster), name)
+local register_first = rcall('EXISTS', gkey) == 0
+local acting = (acting_arg == 'true') and 'true' or 'false'
+local meta = rcall('HMGET', gkey, 'enableActingMaster', 'zoneName')
+if register_first then
+  rcall('HSET', gkey, 'cluster', cluster, 'brokerName', name)
+  touch_all()
+end
+if meta[1] ~= acting or (meta[2] or '') ~= zone then
+  rcall('HSET', gkey, 'enableActingMaster', acting, 'zoneName', zone)
+  for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
+end
+
+-- Step 5, slave <-> master switch: one address appears once per group.
+local members_changed = false
+for mid, maddr in pairs(members) do
+  if maddr == addr and mid ~= id then
+    rcall('HDEL', mkey, mid)
+    members[mid] = nil
+    members_changed = true
+  end
+end
+-- Step 8.
+if old_addr ~= addr then
+  rcall('HSET', mkey, id, addr)
+  members[id] = addr
+  members_changed = true
+end
+if not old_addr then register_first = true end
+
+-- Step 9: master, or a prime slave (new-version broker with the lowest id and no master).
+local is_master = id == '0'
+local is_prime_slave = false
+if not is_master and acting_arg ~= '' then
+  is_prime_slave = true
+  for mid in pairs(members) do
+    if tonumber(mid) < tonumber(id) then is_prime_slave = false end
+  end
+end
+
+-- Step 10: queue data. isTopicConfigChanged = stored DataVersion missing or different, or the
+-- topic lacks this group's queue data.
+local bkey = k_broker(cluster, addr)
+local was_live = rcall('EXISTS', bkey) == 1
+if is_master or is_prime_slave then
+  local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
+  local dv_changed = stored[1] ~= dv_counter or stored[2] ~= dv_ts or stored[3] ~= dv_state
+  local clear_write = is_prime_slave and acting == 'true'
+  local incoming = {}
+  for i = 0, ntopics - 1 do
+    local at = topics_at + i * 5
+    local topic = ARGV[at]
+    incoming[topic] = true
+    local qk = k_queue(topic, name)
+    if register_first or dv_changed or rcall('EXISTS', qk) == 0 then
+      local perm = tonumber(ARGV[at + 3])
+      if clear_write and perm % 4 >= 2 then perm = perm - 2 end
+      local cur = rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
+      if cur[1] ~= ARGV[at + 1] or cur[2] ~= ARGV[at + 2] or cur[3] ~= tostring(perm)
+          or cur[4] ~= ARGV[at + 4] then
+        rcall('HSET', qk, 'topic', topic, 'brokerName', name, 'readQueueNums', ARGV[at + 1],
+          'writeQueueNums', ARGV[at + 2], 'perm', perm, 'topicSysFlag', ARGV[at + 4])
+        rcall('SADD', k_topic(topic), name)
+        rcall('SADD', k_topics(), topic)
+        rcall('SADD', k_broker_topics(name), topic)
+        touch_topic(topic)
+      end
+    end
+  end
+  if delete_absent then
+    for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
+      if not incoming[topic] then drop_queue(topic, name) end
+    end
+  end
+end
+if members_changed or not was_live then
+  for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
+end
+
+-- Step 11: the live row (replaced, as Java replaces BrokerLiveInfo), its TTL and deadline.
+local now = now_ms()
+local deadline = now + timeout
+local generation = rcall('INCR', k_seq())
+rcall('HSET', bkey, 'cluster', cluster, 'brokerAddr', addr, 'brokerName', name, 'brokerId', id,
+  'haServerAddr', ha, 'lastUpdateTimestamp', fmt(now), 'heartbeatTimeoutMillis', fmt(timeout),
+  'dataVersionCounter', dv_counter, 'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state,
+  'zoneName', zone)
+rcall('PEXPIREAT', bkey, fmt(deadline))
+rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation)
+rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
+
+-- Step 12: filter servers (an empty list removes them, no list keeps them).
+if nfilters >= 0 then
+  local fkey = k_filters(cluster, addr)
+  local old = rcall('LRANGE', fkey, 0, -1)
+  local same = #old == nfilters
+  for i = 1, nfilters do if old[i] ~= ARGV[15 + i] then same = false end end
+  if not same then
+    rcall('DEL', fkey)
+    if nfilters > 0 then rcall('RPUSH', fkey, unpack(ARGV, 16, 15 + nfilters)) end
+    for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
+  end
+end
+publish_changes()
+
+-- Step 13: a slave learns its master's address and HA address.
+local master_addr, master_ha = '', ''
+if not is_master and members['0'] then
+  local mha = rcall('HGET', k_broker(cluster, members['0']), 'haServerAddr')
+  if mha then master_addr, master_ha = members['0'], mha end
+end
+
+local reply = {'ok', master_addr, master_ha, generation, '0'}
+if want_kv and rcall('SISMEMBER', KEYS[2], 'ORDER_TOPIC_CONFIG') == 1 then
+  reply[5] = '1'
+  for _, v in ipairs(rcall('HGETALL', KEYS[3])) do reply[#reply + 1] = v end
+end
+return reply

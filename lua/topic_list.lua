@@ -1,0 +1,35 @@
+--[[
+  Topic lists that need more than one read: by cluster (GET_TOPICS_BY_CLUSTER) and by the unit
+  flags of the topic's first queue data (GET_UNIT_TOPIC_LIST and friends; "first" = the queue data
+  of the alphabetically lowest broker name, as Java's HashMap order is not reproducible).
+  Input:
+    KEYS[1] namespace prefix "nsfleet:{<ns>}"
+    ARGV[1] "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
+    ARGV[2] clusterName (mode "cluster" only)
+  Output:
+    the topics, unsorted
+]]
+--- @include "keys"
+
+local mode = ARGV[1]
+if mode == 'cluster' then
+  local names = rcall('SMEMBERS', k_cluster(ARGV[2]))
+  if #names == 0 then return {} end
+  local keys = {}
+  for i, name in ipairs(names) do keys[i] = k_broker_topics(name) end
+  return rcall('SUNION', unpack(keys))
+end
+local out = {}
+for _, topic in ipairs(rcall('SMEMBERS', k_topics())) do
+  local names = rcall('SMEMBERS', k_topic(topic))
+  table.sort(names)
+  if #names > 0 then
+    local flag = tonumber(rcall('HGET', k_queue(topic, names[1]), 'topicSysFlag')) or 0
+    local unit, unit_sub = flag % 2 == 1, math.floor(flag / 2) % 2 == 1
+    if (mode == 'unit' and unit) or (mode == 'unit-sub' and unit_sub)
+        or (mode == 'unit-sub-ununit' and unit_sub and not unit) then
+      out[#out + 1] = topic
+    end
+  end
+end
+return out

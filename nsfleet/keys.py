@@ -1,0 +1,142 @@
+"""The Redis key schema: the only place in Python where key strings are formed.
+
+Every key of one namespace (one RocketMQ deployment) starts with ``nsfleet:{<ns>}`` so that all of
+them share one Redis Cluster hash slot and every Lua script may touch any of them. ``lua/includes/
+keys.lua`` builds the same keys inside scripts from the prefix passed as KEYS[1]; a test checks
+the two agree.
+
+Row tables (one flat hash per row, identifying fields stored inside the row too; spark-redis reads
+them with ``keys.pattern`` + ``key.column``)::
+
+  P:broker:<cluster>:<addr>      hash, PEXPIREAT = deadline   brokerLiveTable
+  P:group:<brokerName>           hash                         brokerAddrTable (group meta)
+  P:queue:<topic>:<brokerName>   hash                         topicQueueTable
+  P:kv:<namespace>:<key>         hash                         KV config (':' and '%' escaped)
+
+Indexes (never under a row-table prefix)::
+
+  P:idx:clusters                 set    cluster names
+  P:idx:cluster:<cluster>        set    brokerNames of a cluster (clusterAddrTable)
+  P:idx:members:<brokerName>     hash   brokerId -> brokerAddr (BrokerData.brokerAddrs)
+  P:idx:topics                   set    all topics
+  P:idx:topic:<topic>            set    brokerNames serving the topic
+  P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
+  P:idx:deadlines                zset   "<cluster>\\t<addr>" scored by deadline (epoch ms)
+  P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation: outlives the row's TTL
+                                        so the sweep can cascade and fence after expiry
+  P:idx:filters:<cluster>:<addr> list   filter server addresses
+  P:idx:kvns                     set    KV namespaces (an emptied namespace still exists, as in Java)
+  P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
+  P:seq                          string registration generation counter (fencing)
+  P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
+  P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change
+  P:config                       hash   NameServer settings changed at run time (code 318)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+
+def escape(part: str) -> str:
+    """Escape a free-form key component (KV namespace or key) so ':' stays a separator."""
+    return part.replace("%", "%25").replace(":", "%3A")
+
+
+def unescape(part: str) -> str:
+    return part.replace("%3A", ":").replace("%25", "%")
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key builder for one nsfleet namespace."""
+
+    namespace: str
+
+    @property
+    def prefix(self) -> str:
+        return f"nsfleet:{{{self.namespace}}}"
+
+    # Row tables.
+    def broker(self, cluster: str, addr: str) -> str:
+        return f"{self.prefix}:broker:{cluster}:{addr}"
+
+    def group(self, broker_name: str) -> str:
+        return f"{self.prefix}:group:{broker_name}"
+
+    def queue(self, topic: str, broker_name: str) -> str:
+        return f"{self.prefix}:queue:{topic}:{broker_name}"
+
+    def kv(self, namespace: str, key: str) -> str:
+        return f"{self.prefix}:kv:{escape(namespace)}:{escape(key)}"
+
+    def table_pattern(self, table: str) -> str:
+        """SCAN MATCH pattern of a row table (``brokers``, ``groups``, ``queues``, ``kv``)."""
+        return f"{self.prefix}:{TABLE_PREFIX[table]}:*"
+
+    # Indexes.
+    @property
+    def clusters(self) -> str:
+        return f"{self.prefix}:idx:clusters"
+
+    def cluster(self, cluster: str) -> str:
+        return f"{self.prefix}:idx:cluster:{cluster}"
+
+    def members(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:members:{broker_name}"
+
+    @property
+    def topics(self) -> str:
+        return f"{self.prefix}:idx:topics"
+
+    def topic(self, topic: str) -> str:
+        return f"{self.prefix}:idx:topic:{topic}"
+
+    def broker_topics(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:broker-topics:{broker_name}"
+
+    @property
+    def deadlines(self) -> str:
+        return f"{self.prefix}:idx:deadlines"
+
+    def reg(self, cluster: str, addr: str) -> str:
+        return f"{self.prefix}:idx:reg:{cluster}:{addr}"
+
+    def filters(self, cluster: str, addr: str) -> str:
+        return f"{self.prefix}:idx:filters:{cluster}:{addr}"
+
+    @property
+    def kv_namespaces(self) -> str:
+        return f"{self.prefix}:idx:kvns"
+
+    def kv_table(self, namespace: str) -> str:
+        return f"{self.prefix}:idx:kv:{escape(namespace)}"
+
+    @property
+    def seq(self) -> str:
+        return f"{self.prefix}:seq"
+
+    @property
+    def rev(self) -> str:
+        return f"{self.prefix}:rev"
+
+    def topic_rev(self, topic: str) -> str:
+        return f"{self.prefix}:rev:topic:{topic}"
+
+    @property
+    def changes(self) -> str:
+        return f"{self.prefix}:changes"
+
+    @property
+    def config(self) -> str:
+        return f"{self.prefix}:config"
+
+
+def live_member(cluster: str, addr: str) -> str:
+    """Member name of a broker in the deadline zset."""
+    return f"{cluster}\t{addr}"
+
+
+TABLE_PREFIX = {"brokers": "broker", "groups": "group", "queues": "queue", "kv": "kv"}

@@ -1,0 +1,335 @@
+"""RouteStore: the NameServer's tables in Redis, changed only through the Lua scripts of ``lua/``.
+
+Both front ends (HTTP and RocketMQ remoting) call this one API. Every input is validated here,
+before any script runs, so a rejected call writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.commands.core import AsyncScript
+
+from nsfleet import scripts, validation
+from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
+from nsfleet.model import (
+    DEFAULT_HEARTBEAT_TIMEOUT_MS,
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    LiveBroker,
+    QueueData,
+    RegisterResult,
+    TopicConfig,
+    TopicRouteData,
+)
+
+RedisClient = Redis | RedisCluster
+
+
+class RegistrationRejected(Exception):
+    """The single-topic guard refused a registration (Java: "register broker failed")."""
+
+
+@dataclass(slots=True)
+class BrokerRegistration:
+    """One REGISTER_BROKER call, whichever protocol it came in on."""
+
+    cluster: str
+    addr: str
+    name: str
+    broker_id: int
+    ha_server_addr: str | None = None
+    zone_name: str | None = None
+    heartbeat_timeout_millis: int | None = None
+    enable_acting_master: bool | None = None  # None: an old-version broker (no header field)
+    data_version: DataVersion = field(default_factory=DataVersion)
+    topic_configs: Sequence[TopicConfig] = ()
+    filter_server_list: Sequence[str] | None = None
+
+    def validated(self) -> BrokerRegistration:
+        validation.name(self.cluster, "clusterName")
+        validation.addr(self.addr, "brokerAddr")
+        validation.name(self.name, "brokerName")
+        validation.broker_id(self.broker_id)
+        validation.optional_addr(self.ha_server_addr, "haServerAddr")
+        if self.zone_name:
+            validation.name(self.zone_name, "zoneName")
+        if self.heartbeat_timeout_millis is not None:
+            validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
+                               86_400_000)
+        for f in ("counter", "timestamp", "state_version"):
+            validation.integer(getattr(self.data_version, f), f"dataVersion.{f}", 0)
+        seen: set[str] = set()
+        for tc in self.topic_configs:
+            field_ = f"topicConfigTable.{tc.topic_name}"
+            validation.topic(tc.topic_name, "topicConfigTable")
+            if tc.topic_name in seen:
+                raise validation.ValidationError(field_, "listed twice")
+            seen.add(tc.topic_name)
+            validation.queue_nums(tc.read_queue_nums, f"{field_}.readQueueNums")
+            validation.queue_nums(tc.write_queue_nums, f"{field_}.writeQueueNums")
+            validation.perm(tc.perm, f"{field_}.perm")
+            validation.integer(tc.topic_sys_flag, f"{field_}.topicSysFlag", 0)
+        for i, f in enumerate(self.filter_server_list or ()):
+            validation.addr(f, f"filterServerList[{i}]")
+        return self
+
+
+@dataclass(slots=True)
+class RouteRead:
+    """A route as read from Redis, with what a cache needs to know about it."""
+
+    route: TopicRouteData
+    rev: int  # the topic's change counter (ETag)
+    ttl_ms: int  # until the first listed member's deadline; the route may change then
+
+
+@dataclass(slots=True)
+class SweepResult:
+    held: bool
+    due: int
+    live: int
+    removed: list[tuple[str, str, str]]  # (cluster, addr, brokerName)
+
+
+def _flag(b: bool) -> str:
+    return "1" if b else "0"
+
+
+def _pairs(flat: Sequence[str]) -> dict[str, str]:
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _members(flat: Sequence[str]) -> dict[int, str]:
+    return {int(k): v for k, v in _pairs(flat).items()}
+
+
+class RouteStore:
+    """Async access to one namespace's route tables."""
+
+    def __init__(self, redis: RedisClient, namespace: str = "default") -> None:
+        self.redis = redis
+        self.namespace = validation.namespace(namespace)
+        self.keys = Keys(namespace)
+        self._scripts: dict[str, AsyncScript] = {
+            name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
+        }
+
+    async def load_scripts(self) -> None:
+        """SCRIPT LOAD every script, so the first real call is a plain EVALSHA."""
+        for script in self._scripts.values():
+            script.sha = await self.redis.script_load(script.script)
+
+    async def _call(self, name: str, args: Iterable[Any] = (), keys: Sequence[str] = ()) -> Any:
+        return await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
+
+    # --- brokers -------------------------------------------------------------------------------
+
+    async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
+                              return_order_conf: bool = True) -> RegisterResult:
+        reg.validated()
+        dv = reg.data_version
+        timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
+        acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
+        filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
+        args: list[Any] = [
+            reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
+            reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp, dv.state_version,
+            -1 if filters is None else len(filters), len(reg.topic_configs),
+            _flag(delete_absent_topics), _flag(return_order_conf), *(filters or ()),
+        ]
+        for tc in reg.topic_configs:
+            args += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                     tc.topic_sys_flag]
+        reply = await self._call("register_broker", args, [
+            self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        status = reply[0]
+        if status == "rejected":
+            raise RegistrationRejected("register broker failed")
+        if status == "fenced":
+            return RegisterResult(fenced=True)
+        return RegisterResult(master_addr=reply[1] or None, ha_server_addr=reply[2] or None,
+                              kv_table=_pairs(reply[5:]) if reply[4] == "1" else None,
+                              generation=int(reply[3]))
+
+    async def unregister_broker(self, cluster: str, addr: str, name: str, *,
+                                generation: int | None = None) -> int:
+        """Remove a broker with the full cascade; -1 fenced, 0 group kept, 1 group removed."""
+        validation.name(cluster, "clusterName")
+        validation.addr(addr)
+        validation.name(name, "brokerName")
+        fence = "" if generation is None else str(generation)
+        return int(await self._call("unregister_broker", [cluster, addr, name, fence]))
+
+    async def heartbeat(self, cluster: str, addr: str) -> bool:
+        """Refresh a live broker's deadline; False when the broker is not live."""
+        validation.name(cluster, "clusterName")
+        validation.addr(addr)
+        reply = await self._call("heartbeat", [cluster, addr, "0"])
+        return reply[0] == 1
+
+    async def query_data_version(self, cluster: str, addr: str,
+                                 dv: DataVersion) -> tuple[bool, DataVersion | None]:
+        """(changed, stored DataVersion or None); also refreshes the deadline like Java 5.x."""
+        validation.name(cluster, "clusterName")
+        validation.addr(addr)
+        found, changed, counter, ts, state = await self._call(
+            "heartbeat", [cluster, addr, "1", dv.counter, dv.timestamp, dv.state_version])
+        stored = DataVersion(int(counter), int(ts), int(state)) if found == 1 else None
+        return changed == 1, stored
+
+    async def sweep(self, *, now_ms: int | None = None, batch: int = 100,
+                    guard_share: float = 0.5) -> SweepResult:
+        """Expire up to ``batch`` brokers past their deadline (``now_ms`` defaults to Redis time)."""
+        reply = await self._call("sweep", ["" if now_ms is None else now_ms, batch, guard_share])
+        removed = [tuple(reply[i:i + 3]) for i in range(3, len(reply), 3)]
+        return SweepResult(reply[0] == 1, int(reply[1]), int(reply[2]), removed)  # type: ignore[arg-type]
+
+    async def live_brokers(self) -> list[LiveBroker]:
+        """Every broker in the deadline set whose row is still live (admin broker-list)."""
+        members = await self.redis.zrange(self.keys.deadlines, 0, -1)
+        fields = ("cluster", "brokerAddr", "brokerName", "brokerId", "haServerAddr",
+                  "lastUpdateTimestamp", "heartbeatTimeoutMillis", "dataVersionCounter",
+                  "dataVersionTimestamp", "stateVersion", "zoneName")
+        out: list[LiveBroker] = []
+        for i in range(0, len(members), 500):
+            pipe = self.redis.pipeline(transaction=False)
+            for m in members[i:i + 500]:
+                cluster, addr = m.split("\t", 1)
+                pipe.hmget(self.keys.broker(cluster, addr), fields)
+            for row in await pipe.execute():
+                if row[0] is None:
+                    continue
+                out.append(LiveBroker(
+                    row[0], row[1], row[2], int(row[3]), row[4], int(row[5]), int(row[6]),
+                    DataVersion(int(row[7]), int(row[8]), int(row[9])), row[10] or None))
+        return out
+
+    # --- routes --------------------------------------------------------------------------------
+
+    async def pickup_route(self, topic: str, *, order_conf: bool = False) -> RouteRead | None:
+        """The topic's TopicRouteData, or None when no queue data or no live group remains."""
+        validation.topic(topic)
+        reply = await self._call("route", [topic, _flag(order_conf)],
+                                 [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        if not reply:
+            return None
+        route = TopicRouteData(order_topic_conf=reply[1] or None)
+        for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in reply[3:]:
+            route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))
+            route.broker_datas.append(BrokerData(cluster, name, _members(addrs), acting == "true",
+                                                 zone or None))
+            for addr, fs in _pairs(filters).items():
+                route.filter_server_table[addr] = fs.split(",")
+        return RouteRead(route, int(reply[0]), int(reply[2]))
+
+    async def rev(self) -> int:
+        return int(await self.redis.get(self.keys.rev) or 0)
+
+    # --- cluster tables ------------------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo:
+        clusters, groups = await self._call("cluster_info")
+        info = ClusterInfo()
+        for i in range(0, len(clusters), 2):
+            info.cluster_addr_table[clusters[i]] = sorted(clusters[i + 1])
+        for name, cluster, acting, zone, members in groups:
+            info.broker_addr_table[name] = BrokerData(cluster, name, _members(members),
+                                                      acting == "true", zone or None)
+        return info
+
+    async def broker_member_group(self, cluster: str, name: str) -> BrokerData:
+        """GET_BROKER_MEMBER_GROUP: looked up by brokerName; clusterName is only echoed."""
+        validation.name(name, "brokerName")
+        flat = await self.redis.hgetall(self.keys.members(name))
+        return BrokerData(cluster, name, {int(k): v for k, v in flat.items()})
+
+    async def system_topic_list(self) -> tuple[list[str], str | None]:
+        """Cluster names plus broker names, and one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS)."""
+        info = await self.cluster_info()
+        topics = sorted(set(info.cluster_addr_table) | set(info.broker_addr_table))
+        addr = next((b.broker_addrs[min(b.broker_addrs)]
+                     for _, b in sorted(info.broker_addr_table.items()) if b.broker_addrs), None)
+        return topics, addr
+
+    # --- topics --------------------------------------------------------------------------------
+
+    async def all_topics(self) -> list[str]:
+        return sorted(await self.redis.smembers(self.keys.topics))
+
+    async def topics_by_cluster(self, cluster: str) -> list[str]:
+        return sorted(await self._call("topic_list", ["cluster", cluster]))
+
+    async def unit_topics(self) -> list[str]:
+        return sorted(await self._call("topic_list", ["unit"]))
+
+    async def has_unit_sub_topics(self) -> list[str]:
+        return sorted(await self._call("topic_list", ["unit-sub"]))
+
+    async def has_unit_sub_ununit_topics(self) -> list[str]:
+        return sorted(await self._call("topic_list", ["unit-sub-ununit"]))
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> int:
+        validation.topic(topic)
+        if cluster:
+            validation.name(cluster, "clusterName")
+        return int(await self._call("delete_topic", [topic, cluster or ""]))
+
+    async def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> int:
+        """REGISTER_TOPIC_IN_NAMESRV: only known broker groups; returns rows written."""
+        validation.topic(topic)
+        args: list[Any] = [topic]
+        for i, q in enumerate(queue_datas):
+            f = f"queueDatas[{i}]"
+            validation.name(q.broker_name, f"{f}.brokerName")
+            args += [q.broker_name, validation.queue_nums(q.read_queue_nums, f"{f}.readQueueNums"),
+                     validation.queue_nums(q.write_queue_nums, f"{f}.writeQueueNums"),
+                     validation.perm(q.perm, f"{f}.perm"),
+                     validation.integer(q.topic_sys_flag, f"{f}.topicSysFlag", 0)]
+        return int(await self._call("register_topic", args))
+
+    async def wipe_write_perm(self, name: str) -> int:
+        validation.name(name, "brokerName")
+        return int(await self._call("write_perm", [name, "wipe"]))
+
+    async def add_write_perm(self, name: str) -> int:
+        validation.name(name, "brokerName")
+        return int(await self._call("write_perm", [name, "add"]))
+
+    # --- KV config -----------------------------------------------------------------------------
+
+    async def kv_put(self, namespace: str, key: str, value: str) -> bool:
+        validation.kv_part(namespace, "namespace")
+        validation.kv_part(key, "key")
+        k = self.keys
+        changed = await self._call(
+            "kv_put", [namespace, key, value, _flag(namespace == ORDER_TOPIC_CONFIG)],
+            [k.kv(namespace, key), k.kv_table(namespace), k.kv_namespaces])
+        return changed == 1
+
+    async def kv_get(self, namespace: str, key: str) -> str | None:
+        validation.kv_part(namespace, "namespace")
+        validation.kv_part(key, "key")
+        return await self.redis.hget(self.keys.kv_table(namespace), key)
+
+    async def kv_delete(self, namespace: str, key: str) -> bool:
+        validation.kv_part(namespace, "namespace")
+        validation.kv_part(key, "key")
+        k = self.keys
+        removed = await self._call("kv_delete", [key, _flag(namespace == ORDER_TOPIC_CONFIG)],
+                                   [k.kv(namespace, key), k.kv_table(namespace)])
+        return removed == 1
+
+    async def kv_list(self, namespace: str) -> dict[str, str] | None:
+        """The namespace's table, or None when the namespace never existed."""
+        validation.kv_part(namespace, "namespace")
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.sismember(self.keys.kv_namespaces, namespace)
+        pipe.hgetall(self.keys.kv_table(namespace))
+        exists, table = await pipe.execute()
+        return dict(table) if exists else None
