@@ -21,11 +21,11 @@ Indexes (never under a row-table prefix)::
   P:idx:topics                   set    all topics
   P:idx:topic:<topic>            set    brokerNames serving the topic
   P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
-  P:idx:deadlines                zset   "<cluster>\\t<addr>" scored by deadline (epoch ms)
-  P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation: outlives the row's TTL
-                                        so the sweep can cascade and fence after expiry
+  P:idx:deadlines                zset   "<cluster>\\t<addr>" by deadline (epoch ms)
+  P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
+                                        TTL, so the sweep can cascade and fence after expiry
   P:idx:filters:<cluster>:<addr> list   filter server addresses
-  P:idx:kvns                     set    KV namespaces (an emptied namespace still exists, as in Java)
+  P:idx:kvns                     set    KV namespaces (an emptied one still exists, as in Java)
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)

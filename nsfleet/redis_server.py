@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class RedisServer:
     appendonly: bool = True
     extra_args: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"
+    preexec: Callable[[], None] | None = None  # run in the child before exec
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -69,7 +71,8 @@ class RedisServer:
         # A new session: Ctrl-C in a terminal reaches the worker, which stops Redis last, after
         # in-flight requests have drained.
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, start_new_session=True)
+                                        stdout=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=self.preexec)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -83,7 +86,8 @@ class RedisServer:
         raise TimeoutError(f"redis-server did not answer on port {self.port} in {timeout} s")
 
     def _ping(self) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), 0.2) as s:
+        with (contextlib.suppress(OSError),
+              socket.create_connection((self.host, self.port), 0.2) as s):
             s.sendall(b"PING\r\n")
             return s.recv(16).startswith(b"+PONG")
         return False

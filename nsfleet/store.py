@@ -58,7 +58,13 @@ class BrokerRegistration:
         validation.broker_id(self.broker_id)
         validation.optional_addr(self.ha_server_addr, "haServerAddr")
         if self.zone_name:
-            validation.name(self.zone_name, "zoneName")
+            # A stored value, never a key component: any printable text (Java takes any string;
+            # fixture B of RocketMQ's own tests uses the broker address, "host:port").
+            if not isinstance(self.zone_name, str) or len(self.zone_name) > validation.NAME_MAX_LEN \
+                    or not self.zone_name.isprintable():
+                raise validation.ValidationError(
+                    "zoneName", f"must be printable text of at most {validation.NAME_MAX_LEN} "
+                                "characters")
         if self.heartbeat_timeout_millis is not None:
             validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
                                86_400_000)
@@ -185,7 +191,8 @@ class RouteStore:
 
     async def sweep(self, *, now_ms: int | None = None, batch: int = 100,
                     guard_share: float = 0.5) -> SweepResult:
-        """Expire up to ``batch`` brokers past their deadline (``now_ms`` defaults to Redis time)."""
+        """Expire up to ``batch`` brokers past their deadline as of ``now_ms`` (default: the
+        Redis clock)."""
         reply = await self._call("sweep", ["" if now_ms is None else now_ms, batch, guard_share])
         removed = [tuple(reply[i:i + 3]) for i in range(3, len(reply), 3)]
         return SweepResult(reply[0] == 1, int(reply[1]), int(reply[2]), removed)  # type: ignore[arg-type]
@@ -250,7 +257,7 @@ class RouteStore:
         return BrokerData(cluster, name, {int(k): v for k, v in flat.items()})
 
     async def system_topic_list(self) -> tuple[list[str], str | None]:
-        """Cluster names plus broker names, and one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS)."""
+        """Cluster and broker names plus one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS)."""
         info = await self.cluster_info()
         topics = sorted(set(info.cluster_addr_table) | set(info.broker_addr_table))
         addr = next((b.broker_addrs[min(b.broker_addrs)]

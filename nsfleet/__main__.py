@@ -1,0 +1,3 @@
+from nsfleet.cli import main
+
+raise SystemExit(main())

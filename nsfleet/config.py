@@ -1,0 +1,153 @@
+"""Worker settings: one dataclass, filled from flags, then ``NSFLEET_*`` variables, then
+defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import platformdirs
+
+from nsfleet import validation
+
+
+def _default_data_dir() -> str:
+    return str(Path(platformdirs.user_data_dir("nsfleet")) / "redis")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    redis_url: str = ""  # empty: start an embedded redis-server
+    redis_username: str = ""  # used when the URL carries none
+    redis_password: str = ""
+    host: str = "0.0.0.0"
+    http_port: int = 8080
+    remoting_port: int = 9876
+    metrics_port: int = 0  # 0: /metrics only on the HTTP port
+    namespace: str = "default"
+    broker_timeout: float = 120.0  # seconds, for brokers that send no heartbeatTimeoutMillis
+    sweep_interval: float = 10.0
+    expiry_guard_share: float = 0.5  # 0 turns the mass-expiry guard off
+    log_format: str = "console"
+    log_level: str = "info"
+    drain_timeout: float = 10.0
+    long_poll_max: float = 30.0
+    max_body_size: int = 16 * 1024 * 1024
+    max_frame_size: int = 16 * 1024 * 1024
+    route_cache: bool = True
+    data_dir: str = ""
+
+    @property
+    def embedded_redis(self) -> bool:
+        return not self.redis_url
+
+    @property
+    def effective_data_dir(self) -> str:
+        return self.data_dir or _default_data_dir()
+
+    def validate(self) -> Settings:
+        validation.namespace(self.namespace, "namespace")
+        for name in ("http_port", "remoting_port"):
+            validation.integer(getattr(self, name), name.replace("_", "-"), 0, 65535)
+        validation.integer(self.metrics_port, "metrics-port", 0, 65535)
+        if self.log_format not in ("json", "console"):
+            raise validation.ValidationError("log-format", "must be json or console")
+        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
+            raise validation.ValidationError("log-level", "must be debug, info, warning or error")
+        for name in ("broker_timeout", "sweep_interval"):
+            if getattr(self, name) <= 0:
+                raise validation.ValidationError(name.replace("_", "-"), "must be > 0")
+        if not 0 <= self.expiry_guard_share <= 1:
+            raise validation.ValidationError("expiry-guard-share", "must be between 0 and 1")
+        for name in ("max_body_size", "max_frame_size"):
+            validation.integer(getattr(self, name), name.replace("_", "-"), 1024)
+        return self
+
+    def printable(self) -> dict[str, object]:
+        """Effective settings with secrets masked (``serve --print-config``)."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "redis_password" and value:
+                value = "***"
+            if f.name == "redis_url" and "@" in value:
+                scheme, _, rest = value.partition("://")
+                value = f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+            out[f.name] = value
+        out["data_dir"] = self.effective_data_dir if self.embedded_redis else self.data_dir
+        return out
+
+
+HELP = {
+    "redis_url": "Redis URL (redis://, rediss://, unix://, redis+sentinel://host:port/service); "
+                 "empty starts an embedded redis-server",
+    "redis_username": "Redis username, when the URL has none",
+    "redis_password": "Redis password, when the URL has none",
+    "host": "address the HTTP and remoting listeners bind",
+    "http_port": "JSON HTTP API port",
+    "remoting_port": "RocketMQ remoting (TCP) port",
+    "metrics_port": "extra listener serving only /metrics (0 = off; /metrics is on the HTTP port)",
+    "namespace": "route-table namespace in Redis (one RocketMQ deployment)",
+    "broker_timeout": "seconds before a silent broker expires, unless it sends its own timeout",
+    "sweep_interval": "seconds between expiry sweeps",
+    "expiry_guard_share": "hold a sweep that would expire more than this share of live brokers "
+                          "(when more than 4 are live); 0 turns the guard off",
+    "log_format": "json or console",
+    "log_level": "debug, info, warning or error",
+    "drain_timeout": "seconds in-flight requests get to finish after SIGTERM",
+    "long_poll_max": "longest wait, in seconds, a route long-poll may ask for",
+    "max_body_size": "largest HTTP request body, in bytes",
+    "max_frame_size": "largest remoting frame, in bytes (the connection is closed above it)",
+    "route_cache": "cache routes in the worker, invalidated through Redis pub/sub",
+    "data_dir": "embedded Redis data directory",
+}
+
+
+def env_name(field_name: str) -> str:
+    return "NSFLEET_" + field_name.upper()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting; unset flags fall back to the environment, then to the default."""
+    defaults = Settings()
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(defaults, f.name)
+        help_ = f"{HELP[f.name]} (env {env_name(f.name)}, default {default!r})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=f.name, default=None,
+                                action=argparse.BooleanOptionalAction, help=help_)
+        else:
+            parser.add_argument(flag, dest=f.name, default=None, type=type(default), help=help_)
+
+
+def _parse_env(raw: str, default: object, name: str) -> object:
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise validation.ValidationError(name, f"{raw!r} is not a boolean")
+    try:
+        return type(default)(raw)
+    except ValueError:
+        kind = type(default).__name__
+        raise validation.ValidationError(name, f"{raw!r} is not a valid {kind}") from None
+
+
+def load(args: argparse.Namespace | None = None,
+         environ: Mapping[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    defaults = Settings()
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        given = getattr(args, f.name, None) if args is not None else None
+        if given is not None:
+            values[f.name] = given
+        elif env_name(f.name) in environ:
+            values[f.name] = _parse_env(environ[env_name(f.name)], getattr(defaults, f.name),
+                                        env_name(f.name))
+    return Settings(**values).validate()  # type: ignore[arg-type]

@@ -1,0 +1,142 @@
+"""The OpenAPI 3.1 description served at /openapi.json (a test checks it covers every route)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from nsfleet import __version__
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_IDENTITY = {
+    "clusterName": {"type": "string"},
+    "brokerAddr": {"type": "string", "example": "10.0.0.1:10911"},
+    "brokerName": {"type": "string"}, "brokerId": {"type": "integer", "minimum": 0},
+}
+_DATA_VERSION = {"type": "object", "properties": {
+    "counter": {"type": "integer"}, "timestamp": {"type": "integer"},
+    "stateVersion": {"type": "integer"}}}
+_SCHEMAS: dict[str, Any] = {
+    "Error": {"type": "object", "required": ["code", "error"], "properties": {
+        "code": {"type": "integer", "description": "RocketMQ response code where one applies "
+                 "(17 topic not exist, 22 not found, 1 system error), else the HTTP status"},
+        "error": {"type": "string"}}},
+    "BrokerIdentity": {"type": "object", "required": list(_IDENTITY), "properties": _IDENTITY},
+    "DataVersion": _DATA_VERSION,
+    "Registration": {"type": "object", "required": list(_IDENTITY), "properties": {
+        **_IDENTITY, "haServerAddr": {"type": "string"},
+        "heartbeatTimeoutMillis": {"type": "integer", "minimum": 1},
+        "enableActingMaster": {"type": "boolean"}, "zoneName": {"type": "string"},
+        "dataVersion": _DATA_VERSION,
+        "topicConfigTable": {"type": "object", "additionalProperties": {
+            "type": "object", "properties": {
+                "readQueueNums": {"type": "integer", "minimum": 0, "maximum": 1024},
+                "writeQueueNums": {"type": "integer", "minimum": 0, "maximum": 1024},
+                "perm": {"type": "integer", "minimum": 0, "maximum": 7},
+                "topicSysFlag": {"type": "integer"}, "order": {"type": "boolean"}}}},
+        "filterServerList": {"type": "array", "items": {"type": "string"}}}},
+    "QueueData": {"type": "object", "properties": {
+        "brokerName": {"type": "string"}, "readQueueNums": {"type": "integer"},
+        "writeQueueNums": {"type": "integer"}, "perm": {"type": "integer"},
+        "topicSysFlag": {"type": "integer"}}},
+    "BrokerData": {"type": "object", "properties": {
+        "cluster": {"type": "string"}, "brokerName": {"type": "string"},
+        "brokerAddrs": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "brokerId (as a string) -> address"},
+        "enableActingMaster": {"type": "boolean"}, "zoneName": {"type": "string"}}},
+    "TopicRouteData": {"type": "object", "properties": {
+        "queueDatas": {"type": "array", "items": {"$ref": "#/components/schemas/QueueData"}},
+        "brokerDatas": {"type": "array", "items": {"$ref": "#/components/schemas/BrokerData"}},
+        "filterServerTable": {"type": "object", "additionalProperties": {
+            "type": "array", "items": {"type": "string"}}},
+        "orderTopicConf": {"type": "string"}}},
+    "TopicList": {"type": "object", "properties": {
+        "topicList": {"type": "array", "items": {"type": "string"}},
+        "brokerAddr": {"type": ["string", "null"]}}},
+}
+
+# (method, path, summary, request schema or None, success schema or description, error statuses)
+_OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
+    ("post", "/v1/brokers/register", "Register a broker (REGISTER_BROKER)", "Registration",
+     "masterAddr, haServerAddr, kvTable (ORDER_TOPIC_CONFIG), registrationId, fenced",
+     (400, 409, 413, 503)),
+    ("post", "/v1/brokers/heartbeat", "Refresh a broker's deadline (BROKER_HEARTBEAT)",
+     "BrokerIdentity", "known: whether the broker was live", (400, 503)),
+    ("post", "/v1/brokers/query-data-version", "Compare DataVersions (QUERY_DATA_VERSION); "
+     "also refreshes the deadline", "BrokerIdentity", "changed, dataVersion", (400, 503)),
+    ("post", "/v1/brokers/unregister", "Unregister a broker with the full cascade",
+     "BrokerIdentity", "groupRemoved", (400, 503)),
+    ("get", "/v1/brokers", "Live brokers with last heartbeat and deadline", None, "brokers",
+     (503,)),
+    ("post", "/v1/brokers/{broker_name}/wipe-write-perm", "Clear the write perm of a broker "
+     "group's queues", None, "wipeTopicCount", (400, 503)),
+    ("post", "/v1/brokers/{broker_name}/add-write-perm", "Set perm 6 on a broker group's queues",
+     None, "addTopicCount", (400, 503)),
+    ("get", "/v1/brokers/{broker_name}/members", "A broker group's members "
+     "(GET_BROKER_MEMBER_GROUP); ?cluster= is echoed", None, "brokerMemberGroup", (400, 503)),
+    ("get", "/v1/routes/{topic}", "A topic's route. ETag = the topic's change counter; "
+     "If-None-Match with ?wait=S long-polls up to S seconds (304 when unchanged)",
+     None, "TopicRouteData", (304, 400, 404, 503)),
+    ("get", "/v1/cluster-info", "brokerAddrTable and clusterAddrTable", None,
+     "brokerAddrTable, clusterAddrTable", (503,)),
+    ("get", "/v1/topics", "All topics (403 when enableAllTopicList is false)", None,
+     "TopicList", (403, 503)),
+    ("get", "/v1/topics/unit", "Topics with FLAG_UNIT", None, "TopicList", (403, 503)),
+    ("get", "/v1/topics/unit-sub", "Topics with FLAG_UNIT_SUB", None, "TopicList", (403, 503)),
+    ("get", "/v1/topics/unit-sub-ununit", "Topics with FLAG_UNIT_SUB and not FLAG_UNIT", None,
+     "TopicList", (403, 503)),
+    ("get", "/v1/topics/system", "Cluster and broker names plus one broker address", None,
+     "TopicList", (503,)),
+    ("get", "/v1/clusters/{cluster}/topics", "Topics of a cluster's broker groups", None,
+     "TopicList", (400, 403, 503)),
+    ("delete", "/v1/topics/{topic}", "Delete a topic, or only a cluster's queues (?cluster=)",
+     None, "removedQueueDatas", (400, 503)),
+    ("put", "/v1/topics/{topic}", "Register queue data for known broker groups "
+     "(REGISTER_TOPIC_IN_NAMESRV)", "TopicRouteData", "writtenQueueDatas", (400, 413, 503)),
+    ("put", "/v1/kv/{namespace}/{key}", "Put a KV config value; body {value}", None, "changed",
+     (400, 413, 503)),
+    ("get", "/v1/kv/{namespace}/{key}", "Get a KV config value", None, "value", (404, 503)),
+    ("delete", "/v1/kv/{namespace}/{key}", "Delete a KV config value (the namespace stays)", None,
+     "deleted", (503,)),
+    ("get", "/v1/kv/{namespace}", "A KV namespace's table", None, "table", (404, 503)),
+    ("get", "/livez", "The process is up", None, "status", ()),
+    ("get", "/readyz", "Redis reachable, scripts loaded, not draining", None, "status", (503,)),
+    ("get", "/metrics", "Prometheus metrics (text format)", None, "metrics", ()),
+    ("get", "/openapi.json", "This document", None, "OpenAPI document", ()),
+]
+
+
+def _operation(summary: str, request: str | None, success: str,
+               errors: tuple[int, ...], path: str) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary}
+    params = [p.strip("{}") for p in path.split("/") if p.startswith("{")]
+    if params:
+        op["parameters"] = [{"name": p, "in": "path", "required": True,
+                             "schema": {"type": "string"}} for p in params]
+    if request:
+        op["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{request}"}}}}
+    ok: dict[str, Any] = {"description": success}
+    if success in _SCHEMAS:
+        ref = {"$ref": f"#/components/schemas/{success}"}
+        ok["content"] = {"application/json": {"schema": ref}}
+    responses: dict[str, Any] = {"200": ok}
+    for status in errors:
+        if status == 304:
+            responses["304"] = {"description": "Not modified (ETag unchanged after the wait)"}
+        else:
+            responses[str(status)] = {"description": "Error", "content": {
+                "application/json": {"schema": _ERROR}}}
+    op["responses"] = responses
+    return op
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for method, path, summary, request, success, errors in _OPS:
+        paths.setdefault(path, {})[method] = _operation(summary, request, success, errors, path)
+    return {"openapi": "3.1.0",
+            "info": {"title": "nsfleet", "version": __version__,
+                     "description": "JSON API of an nsfleet worker (RocketMQ NameServer fleet)"},
+            "paths": paths, "components": {"schemas": _SCHEMAS}}

@@ -1,0 +1,37 @@
+"""Prometheus metrics of one worker (one registry per worker, so tests can run several)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.http_requests = Counter("nsfleet_http_requests", "HTTP requests by route and status",
+                                     ["route", "method", "status"], registry=r)
+        self.http_latency = Histogram("nsfleet_http_request_seconds", "HTTP request latency",
+                                      ["route", "method"], buckets=LATENCY_BUCKETS, registry=r)
+        self.remoting_requests = Counter("nsfleet_remoting_requests",
+                                         "Remoting requests by request code and response code",
+                                         ["code", "response"], registry=r)
+        self.remoting_latency = Histogram("nsfleet_remoting_request_seconds",
+                                          "Remoting request latency", ["code"],
+                                          buckets=LATENCY_BUCKETS, registry=r)
+        self.remoting_connections = Gauge("nsfleet_remoting_connections",
+                                          "Open remoting connections", registry=r)
+        self.lua_latency = Histogram("nsfleet_lua_call_seconds", "Lua script call latency",
+                                     ["script"], buckets=LATENCY_BUCKETS, registry=r)
+        self.brokers_alive = Gauge("nsfleet_brokers_alive",
+                                   "Brokers in the deadline set at the last sweep", registry=r)
+        self.sweep_removals = Counter("nsfleet_sweep_removals", "Brokers expired by the sweep",
+                                      registry=r)
+        self.sweep_held = Counter("nsfleet_sweep_held",
+                                  "Sweeps held by the mass-expiry guard", registry=r)
+        self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
+                                    ["operation"], registry=r)
+        self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
+                                   registry=r)

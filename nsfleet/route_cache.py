@@ -1,0 +1,141 @@
+"""Per-worker route cache, invalidated by the change feed the Lua scripts publish on P:changes.
+
+Hot route reads then cost no Redis round trip (the Python Redis client, not Redis, is the
+bottleneck: see perf notes). An entry also expires when the first member it lists reaches its
+deadline, since TTL expiry publishes nothing. Without a live subscription nothing is cached, so a
+lost pub/sub connection can never serve a stale route. Long-polls wait on the same feed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import structlog
+
+from nsfleet.metrics import Metrics
+from nsfleet.store import RouteRead, RouteStore
+
+log = structlog.get_logger(__name__)
+CONFIG_CHANGED = "@config"
+
+
+@dataclass(slots=True)
+class Entry:
+    read: RouteRead | None
+    expires: float
+    # Encoded answers memoised by the front ends: variant -> encoding -> bytes.
+    encoded: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+
+class RouteCache:
+    def __init__(self, store: RouteStore, metrics: Metrics, *, enabled: bool = True,
+                 max_entries: int = 100_000, max_age: float = 60.0) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.enabled = enabled
+        self.max_entries = max_entries
+        self.max_age = max_age
+        self._entries: OrderedDict[tuple[str, bool], Entry] = OrderedDict()
+        self._subscribed = False
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self.on_config_change: list[asyncio.Event] = []
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen(), name="route-cache-listener")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._task:
+            self._task.cancel()
+            # redis-py may swallow a cancellation inside a read; the closing flag ends the loop.
+            await asyncio.wait({self._task}, timeout=3.0)
+
+    async def _listen(self) -> None:
+        while not self._closing:
+            pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.store.keys.changes)
+                self._subscribed = True
+                while not self._closing:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True,
+                                                       timeout=1.0)
+                    if message is not None and message["type"] == "message":
+                        self._apply(message["data"])
+            except asyncio.CancelledError:
+                return
+            except Exception as exc:  # the subscription broke: cache nothing until it is back
+                log.warning("change feed lost", error=str(exc))
+            finally:
+                self._subscribed = False
+                self._entries.clear()
+                self._wake_all()
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+            if not self._closing:
+                await asyncio.sleep(1.0)
+
+    def _apply(self, data: str) -> None:
+        _, _, what = data.partition(" ")
+        if what == CONFIG_CHANGED:
+            for event in self.on_config_change:
+                event.set()
+            return
+        if what == "*":
+            self._entries.clear()
+            self._wake_all()
+            return
+        for topic in filter(None, what.split(",")):
+            self._entries.pop((topic, False), None)
+            self._entries.pop((topic, True), None)
+            for fut in self._waiters.pop(topic, ()):
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _wake_all(self) -> None:
+        for futs in self._waiters.values():
+            for fut in futs:
+                if not fut.done():
+                    fut.set_result(None)
+        self._waiters.clear()
+
+    async def get(self, topic: str, *, order_conf: bool = False) -> Entry:
+        """The topic's route entry (``read`` is None when the topic has no route)."""
+        key = (topic, order_conf)
+        now = time.monotonic()
+        entry = self._entries.get(key)
+        if entry is not None and entry.expires > now:
+            self.metrics.route_cache.labels("hit").inc()
+            return entry
+        self.metrics.route_cache.labels("miss").inc()
+        subscribed = self._subscribed and self.enabled
+        read = await self.store.pickup_route(topic, order_conf=order_conf)
+        ttl = self.max_age if read is None or read.ttl_ms < 0 else min(self.max_age,
+                                                                       read.ttl_ms / 1000)
+        entry = Entry(read, now + ttl)
+        if subscribed and self._subscribed:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return entry
+
+    async def wait_for_change(self, topic: str, seconds: float) -> None:
+        """Return when the topic's route may have changed, or after ``seconds``."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(topic, []).append(fut)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), seconds)
+        except TimeoutError:
+            pass
+        finally:
+            waiters = self._waiters.get(topic)
+            if waiters and fut in waiters:
+                waiters.remove(fut)
+                if not waiters:
+                    del self._waiters[topic]

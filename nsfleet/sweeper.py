@@ -1,0 +1,61 @@
+"""The expiry sweep, run by APScheduler every ``sweep_interval`` seconds in every worker.
+
+sweep.lua re-reads the deadline set inside each call, so any number of workers may sweep at once;
+with nothing due a call costs one ZCOUNT. Batches keep each script call short (Redis runs one script
+at a time), and one sweep stops after ``max_batches`` so a backlog cannot hog the worker.
+"""
+
+from __future__ import annotations
+
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from nsfleet.metrics import Metrics
+from nsfleet.store import RouteStore, SweepResult
+
+log = structlog.get_logger(__name__)
+
+
+class Sweeper:
+    def __init__(self, store: RouteStore, metrics: Metrics, *, interval: float,
+                 guard_share: float, batch: int = 100, max_batches: int = 50) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.interval = interval
+        self.guard_share = guard_share
+        self.batch = batch
+        self.max_batches = max_batches
+        self.scheduler = AsyncIOScheduler()
+
+    def start(self) -> None:
+        self.scheduler.add_job(self.sweep_once, "interval", seconds=self.interval,
+                               id="sweep", max_instances=1, coalesce=True)
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    async def sweep_once(self) -> int:
+        """Remove every broker past its deadline (up to the batch bound); returns how many."""
+        removed = 0
+        try:
+            for _ in range(self.max_batches):
+                result: SweepResult = await self.store.sweep(batch=self.batch,
+                                                             guard_share=self.guard_share)
+                self.metrics.brokers_alive.set(result.live - len(result.removed))
+                if result.held:
+                    self.metrics.sweep_held.inc()
+                    log.error("mass expiry held: not removing brokers", due=result.due,
+                              live=result.live, share=self.guard_share)
+                    break
+                for cluster, addr, name in result.removed:
+                    log.info("broker expired", cluster=cluster, broker_addr=addr, broker_name=name)
+                removed += len(result.removed)
+                self.metrics.sweep_removals.inc(len(result.removed))
+                if len(result.removed) < self.batch:
+                    break
+        except Exception as exc:  # a Redis outage must not kill the scheduler job
+            self.metrics.redis_errors.labels("sweep").inc()
+            log.warning("sweep failed", error=str(exc))
+        return removed

@@ -1,0 +1,142 @@
+"""One nsfleet worker: HTTP API + remoting server + expiry sweep over one Redis.
+
+Start-up: the HTTP listener comes up first; while Redis is unreachable /livez answers and /readyz
+says why not (so Kubernetes does not crash-loop the pod). Shutdown on SIGTERM/SIGINT: readiness
+turns false at once, listeners stop accepting, in-flight requests (and long-polls, which notice the
+drain) get ``drain_timeout`` seconds in all, then the scheduler, the change-feed subscription and
+Redis connections close and the embedded Redis (if any) stops. Exit code 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import structlog
+from aiohttp import web
+from redis.exceptions import RedisError
+
+from nsfleet.config import Settings
+from nsfleet.embedded import EmbeddedRedis
+from nsfleet.http.app import STATE_KEY, create_app, metrics_app
+from nsfleet.metrics import Metrics
+from nsfleet.nameserver import NameServer
+from nsfleet.namesrv_config import NamesrvConfig
+from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
+from nsfleet.remoting.server import RemotingServer
+from nsfleet.route_cache import RouteCache
+from nsfleet.store import RouteStore
+from nsfleet.sweeper import Sweeper
+
+log = structlog.get_logger(__name__)
+CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
+
+
+async def _follow_config(config: NamesrvConfig, changed: asyncio.Event) -> None:
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), CONFIG_REFRESH_SECONDS)
+        changed.clear()
+        try:
+            await config.refresh()
+        except Exception as exc:  # Redis hiccup: keep the last known config
+            log.warning("config refresh failed", error=str(exc))
+
+
+async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+    embedded: EmbeddedRedis | None = None
+    url = settings.redis_url
+    if settings.embedded_redis:
+        embedded = EmbeddedRedis(settings.effective_data_dir)
+        url = await asyncio.to_thread(embedded.start)
+        log.info("embedded redis started", url=url, data_dir=settings.effective_data_dir)
+    client = connect(url, settings.redis_username, settings.redis_password)
+    tasks: list[asyncio.Task[None]] = []
+    runners: list[web.AppRunner] = []
+    remoting: RemotingServer | None = None
+    sweeper: Sweeper | None = None
+    store = RouteStore(client, settings.namespace)
+    metrics = Metrics()
+    cache = RouteCache(store, metrics, enabled=settings.route_cache)
+    config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
+                                          "bindAddress": settings.host})
+    ns = NameServer(settings, store, cache, config, metrics)
+    app = create_app(ns, scripts_loaded=False)
+    try:
+        # HTTP first, so /livez answers (and /readyz says why not) while Redis is unreachable.
+        runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                               shutdown_timeout=settings.drain_timeout)
+        await runner.setup()
+        runners.append(runner)
+        await web.TCPSite(runner, settings.host, settings.http_port).start()
+        if settings.metrics_port:
+            mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
+            await mrunner.setup()
+            runners.append(mrunner)
+            await web.TCPSite(mrunner, settings.host, settings.metrics_port).start()
+        server_info = await _wait_for_redis(store, config, stop)
+        if server_info is None:
+            return 0
+        app[STATE_KEY]["scripts_loaded"] = True
+        await cache.start()
+        config_changed = asyncio.Event()
+        cache.on_config_change.append(config_changed)
+        tasks.append(asyncio.create_task(_follow_config(config, config_changed)))
+        remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
+        await remoting.start(settings.host, settings.remoting_port)
+        sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
+                          guard_share=settings.expiry_guard_share)
+        sweeper.start()
+        log.info("nsfleet worker ready", http=f"{settings.host}:{settings.http_port}",
+                 remoting=f"{settings.host}:{settings.remoting_port}",
+                 namespace=settings.namespace, **server_info)
+        await stop.wait()
+    finally:
+        app[STATE_KEY]["draining"] = True
+        log.info("draining", timeout=settings.drain_timeout)
+        if sweeper is not None:
+            sweeper.stop()
+        # One deadline for both listeners: each stops accepting, in-flight requests finish.
+        closing = [r.cleanup() for r in runners]
+        if remoting is not None:
+            closing.append(remoting.close())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True),
+                                   settings.drain_timeout)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await cache.close()
+        await client.aclose()
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+        log.info("nsfleet worker stopped")
+    return 0
+
+
+async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
+                          stop: asyncio.Event) -> dict[str, str] | None:
+    """Check the server and load the scripts, retrying while Redis is unreachable; None when
+    asked to stop first. An unsuitable Redis (too old, evicting) is not retried."""
+    delay = 0.5
+    while not stop.is_set():
+        try:
+            info = await check_server(store.redis)
+            await store.load_scripts()
+            await config.refresh()
+            return info
+        except UnsuitableRedis:
+            raise
+        except (RedisError, OSError) as exc:
+            log.warning("waiting for redis", error=str(exc), retry_in=delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, 10.0)
+    return None

@@ -1,0 +1,281 @@
+"""Every HTTP endpoint through aiohttp's test client, on fakeredis, including the error cases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from nsfleet.config import Settings
+from nsfleet.http.app import STATE_KEY, create_app
+from nsfleet.http.openapi import openapi_document
+from nsfleet.metrics import Metrics
+from nsfleet.nameserver import NameServer
+from nsfleet.namesrv_config import NamesrvConfig
+from nsfleet.route_cache import RouteCache
+from nsfleet.store import RouteStore
+
+MASTER = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "broker-a",
+          "brokerId": 0, "haServerAddr": "10.0.0.1:10912", "enableActingMaster": False,
+          "dataVersion": {"counter": 1, "timestamp": 100, "stateVersion": 0},
+          "topicConfigTable": {"T1": {"readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
+                               "T2": {"readQueueNums": 8, "writeQueueNums": 8, "perm": 6}}}
+SLAVE = {**MASTER, "brokerAddr": "10.0.0.2:10911", "brokerId": 1, "haServerAddr": "10.0.0.2:1"}
+
+
+@pytest.fixture
+async def ns(fake_redis: aioredis.Redis) -> AsyncIterator[NameServer]:
+    store = RouteStore(fake_redis, "http")
+    await store.load_scripts()
+    metrics = Metrics()
+    cache = RouteCache(store, metrics)
+    await cache.start()
+    config = NamesrvConfig(store)
+    await config.refresh()
+    yield NameServer(Settings(max_body_size=64 * 1024, long_poll_max=5), store, cache, config,
+                     metrics)
+    await cache.close()
+
+
+@pytest.fixture
+async def client(ns: NameServer, aiohttp_client: Any) -> TestClient:
+    return await aiohttp_client(create_app(ns))
+
+
+async def _json(resp: Any, status: int) -> Any:
+    assert resp.status == status, await resp.text()
+    return await resp.json()
+
+
+async def _register(client: TestClient, body: dict[str, Any] = MASTER) -> Any:
+    return await _json(await client.post("/v1/brokers/register", json=body), 200)
+
+
+async def _keys(ns: NameServer) -> set[str]:
+    return set(await ns.store.redis.keys("*"))
+
+
+async def test_register_route_and_unregister(client: TestClient) -> None:
+    out = await _register(client)
+    assert out["masterAddr"] is None and out["kvTable"] is None and out["fenced"] is False
+    out = await _register(client, SLAVE)
+    assert out["masterAddr"] == "10.0.0.1:10911" and out["haServerAddr"] == "10.0.0.1:10912"
+    resp = await client.get("/v1/routes/T1")
+    route = await _json(resp, 200)
+    assert resp.headers["ETag"].strip('"').isdigit()
+    assert route["brokerDatas"] == [{"brokerAddrs": {"0": "10.0.0.1:10911", "1": "10.0.0.2:10911"},
+                                     "brokerName": "broker-a", "cluster": "c1",
+                                     "enableActingMaster": False}]
+    assert route["queueDatas"] == [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4,
+                                    "topicSysFlag": 0, "writeQueueNums": 4}]
+    assert route["filterServerTable"] == {}
+    for body in (MASTER, SLAVE):
+        ident = {k: body[k] for k in ("clusterName", "brokerAddr", "brokerName", "brokerId")}
+        await _json(await client.post("/v1/brokers/unregister", json=ident), 200)
+    body = await _json(await client.get("/v1/routes/T1"), 404)
+    assert body == {"code": 17, "error": "No topic route info in name server for the topic: T1"}
+
+
+async def test_heartbeat_and_query_data_version(client: TestClient) -> None:
+    ident = {k: MASTER[k] for k in ("clusterName", "brokerAddr", "brokerName", "brokerId")}
+    assert (await _json(await client.post("/v1/brokers/heartbeat", json=ident), 200)) == {
+        "known": False}
+    await _register(client)
+    assert (await _json(await client.post("/v1/brokers/heartbeat", json=ident), 200))["known"]
+    same = await _json(await client.post("/v1/brokers/query-data-version", json={
+        **ident, "dataVersion": MASTER["dataVersion"]}), 200)
+    assert same == {"changed": False, "dataVersion": {"counter": 1, "stateVersion": 0,
+                                                      "timestamp": 100}}
+    other = await _json(await client.post("/v1/brokers/query-data-version", json={
+        **ident, "dataVersion": {"counter": 2, "timestamp": 100}}), 200)
+    assert other["changed"] is True
+    brokers = (await _json(await client.get("/v1/brokers"), 200))["brokers"]
+    assert [b["brokerAddr"] for b in brokers] == ["10.0.0.1:10911"]
+    assert brokers[0]["deadline"] - brokers[0]["lastUpdateTimestamp"] == 120_000
+
+
+async def test_cluster_info_topics_and_members(client: TestClient) -> None:
+    await _register(client)
+    await _register(client, SLAVE)
+    info = await _json(await client.get("/v1/cluster-info"), 200)
+    assert info["clusterAddrTable"] == {"c1": ["broker-a"]}
+    assert info["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {"0": "10.0.0.1:10911",
+                                                                  "1": "10.0.0.2:10911"}
+    assert (await _json(await client.get("/v1/topics"), 200)) == {"topicList": ["T1", "T2"]}
+    assert (await _json(await client.get("/v1/clusters/c1/topics"), 200))["topicList"] == [
+        "T1", "T2"]
+    assert (await _json(await client.get("/v1/clusters/nope/topics"), 200))["topicList"] == []
+    system = await _json(await client.get("/v1/topics/system"), 200)
+    assert system == {"topicList": ["broker-a", "c1"], "brokerAddr": "10.0.0.1:10911"}
+    for path in ("/v1/topics/unit", "/v1/topics/unit-sub", "/v1/topics/unit-sub-ununit"):
+        assert (await _json(await client.get(path), 200))["topicList"] == []
+    members = await _json(await client.get("/v1/brokers/broker-a/members?cluster=c1"), 200)
+    assert members["brokerMemberGroup"]["brokerAddrs"] == {"0": "10.0.0.1:10911",
+                                                           "1": "10.0.0.2:10911"}
+
+
+async def test_topic_delete_register_and_perm(client: TestClient) -> None:
+    await _register(client)
+    assert (await _json(await client.post("/v1/brokers/broker-a/wipe-write-perm"), 200)) == {
+        "wipeTopicCount": 2}
+    route = await _json(await client.get("/v1/routes/T1"), 200)
+    assert route["queueDatas"][0]["perm"] == 4
+    assert (await _json(await client.post("/v1/brokers/broker-a/add-write-perm"), 200)) == {
+        "addTopicCount": 2}
+    assert (await _json(await client.get("/v1/routes/T1"), 200))["queueDatas"][0]["perm"] == 6
+    await _json(await client.delete("/v1/topics/T1?cluster=other"), 200)
+    await _json(await client.get("/v1/routes/T1"), 200)
+    await _json(await client.delete("/v1/topics/T1"), 200)
+    await _json(await client.get("/v1/routes/T1"), 404)
+    qd = {"brokerName": "broker-a", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}
+    await _json(await client.put("/v1/topics/T9", json={"queueDatas": [qd]}), 200)
+    assert (await _json(await client.get("/v1/routes/T9"), 200))["queueDatas"][0][
+        "readQueueNums"] == 2
+    unknown = {**qd, "brokerName": "nobody"}
+    out = await _json(await client.put("/v1/topics/T10", json={"queueDatas": [unknown]}), 200)
+    assert out == {"writtenQueueDatas": 0}
+
+
+async def test_kv(client: TestClient) -> None:
+    body = await _json(await client.get("/v1/kv/ns1/k1"), 404)
+    assert body == {"code": 22, "error": "No config item, Namespace: ns1 Key: k1"}
+    assert (await _json(await client.get("/v1/kv/ns1"), 404))["code"] == 22
+    await _json(await client.put("/v1/kv/ns1/k1", json={"value": "v1"}), 200)
+    assert (await _json(await client.get("/v1/kv/ns1/k1"), 200)) == {"value": "v1"}
+    assert (await _json(await client.get("/v1/kv/ns1"), 200)) == {"table": {"k1": "v1"}}
+    await _json(await client.delete("/v1/kv/ns1/k1"), 200)
+    await _json(await client.get("/v1/kv/ns1/k1"), 404)
+    assert (await _json(await client.get("/v1/kv/ns1"), 200)) == {"table": {}}
+
+
+async def test_order_topic_conf_reaches_brokers_and_routes(client: TestClient,
+                                                           ns: NameServer) -> None:
+    await _json(await client.put("/v1/kv/ORDER_TOPIC_CONFIG/T1", json={"value": "broker-a:4"}),
+                200)
+    assert (await _register(client))["kvTable"] == {"T1": "broker-a:4"}
+    assert "orderTopicConf" not in await _json(await client.get("/v1/routes/T1"), 200)
+    await ns.config.update({"orderMessageEnable": "true"})
+    route = await _json(await client.get("/v1/routes/T1"), 200)
+    assert route["orderTopicConf"] == "broker-a:4"
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({**MASTER, "brokerAddr": "no-port"}, "brokerAddr"),
+    ({**MASTER, "brokerId": -1}, "brokerId"),
+    ({**MASTER, "brokerId": "0"}, "brokerId"),
+    ({k: v for k, v in MASTER.items() if k != "clusterName"}, "clusterName"),
+    ({**MASTER, "brokerName": "a:b"}, "brokerName"),
+    ({**MASTER, "topicConfigTable": {"bad topic": {}}}, "topicConfigTable"),
+    ({**MASTER, "topicConfigTable": {"T" * 128: {}}}, "topicConfigTable"),
+    ({**MASTER, "topicConfigTable": {"T1": {"perm": 8}}}, "topicConfigTable.T1.perm"),
+    ({**MASTER, "topicConfigTable": {"T1": {"writeQueueNums": 1025}}},
+     "topicConfigTable.T1.writeQueueNums"),
+    ({**MASTER, "enableActingMaster": "yes"}, "enableActingMaster"),
+    ({**MASTER, "dataVersion": {"counter": "x"}}, "dataVersion.counter"),
+    ({**MASTER, "filterServerList": ["bad"]}, "filterServerList[0]"),
+])
+async def test_invalid_registration_names_the_field_and_writes_nothing(
+        client: TestClient, ns: NameServer, body: dict[str, Any], field: str) -> None:
+    before = await _keys(ns)
+    out = await _json(await client.post("/v1/brokers/register", json=body), 400)
+    assert out["code"] == 400 and out["error"].startswith(field), out
+    assert await _keys(ns) == before
+
+
+async def test_single_topic_registration_of_unknown_id_is_refused(client: TestClient,
+                                                                   ns: NameServer) -> None:
+    body = {**MASTER, "topicConfigTable": {"T1": {}}}
+    out = await _json(await client.post("/v1/brokers/register", json=body), 409)
+    assert out["code"] == 1 and "register broker failed" in out["error"]
+    assert await _keys(ns) == set()
+
+
+@pytest.mark.parametrize(("method", "path", "data", "status"), [
+    ("post", "/v1/brokers/register", b"{not json", 400),
+    ("post", "/v1/brokers/register", b"[1, 2]", 400),
+    ("post", "/v1/brokers/register", b"", 400),
+    ("post", "/v1/brokers/heartbeat", b"\xff\xfe", 400),
+    ("put", "/v1/kv/ns/k", b'{"value": 3}', 400),
+    ("put", "/v1/topics/T1", b'{"queueDatas": []}', 400),
+    ("get", "/v1/routes/bad%20topic", None, 400),
+    ("get", "/v1/routes/T1?wait=99", None, 400),
+    ("get", "/v1/nothing-here", None, 404),
+    ("delete", "/v1/cluster-info", None, 405),
+])
+async def test_bad_requests_get_json_errors(client: TestClient, method: str, path: str,
+                                            data: bytes | None, status: int) -> None:
+    resp = await client.request(method, path, data=data)
+    body = await _json(resp, status)
+    assert body["code"] in (status, 1) and body["error"]
+
+
+async def test_oversized_body_is_413_and_writes_nothing(client: TestClient, ns: NameServer) -> None:
+    big = {**MASTER, "pad": "x" * (70 * 1024)}
+    body = await _json(await client.post("/v1/brokers/register", data=json.dumps(big)), 413)
+    assert body["code"] == 413
+    assert await _keys(ns) == set()
+
+
+async def test_redis_down_is_503(client: TestClient, ns: NameServer) -> None:
+    await ns.store.redis.connection_pool.disconnect()
+    ns.store.redis.connection_pool.connection_kwargs["server"] = None  # type: ignore[index]
+    broken = aioredis.Redis(host="127.0.0.1", port=1, decode_responses=True)
+    ns.store.redis = broken
+    for s in ns.store._scripts.values():
+        s.registered_client = broken
+    body = await _json(await client.get("/v1/cluster-info"), 503)
+    assert body["code"] == 503 and "Redis unavailable" in body["error"]
+    assert (await client.get("/readyz")).status == 503
+    await broken.aclose()
+
+
+async def test_health_metrics_openapi(client: TestClient) -> None:
+    assert (await _json(await client.get("/livez"), 200))["status"] == "alive"
+    assert (await _json(await client.get("/readyz"), 200))["status"] == "ready"
+    client.app[STATE_KEY]["draining"] = True
+    assert (await client.get("/readyz")).status == 503
+    client.app[STATE_KEY]["draining"] = False
+    await client.get("/v1/routes/T1")
+    text = await (await client.get("/metrics")).text()
+    assert 'nsfleet_http_requests_total{method="GET",route="/v1/routes/{topic}",status="404"}' \
+        in text
+    assert "nsfleet_http_request_seconds_bucket" in text
+    doc = await _json(await client.get("/openapi.json"), 200)
+    assert doc == json.loads(json.dumps(openapi_document()))
+
+
+async def test_openapi_covers_every_route(ns: NameServer) -> None:
+    app: web.Application = create_app(ns)
+    routes = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
+              if r.method != "HEAD" and r.resource is not None}
+    documented = {(m, p) for p, ops in openapi_document()["paths"].items() for m in ops}
+    assert routes == documented
+
+
+async def test_route_long_poll_wakes_on_change(client: TestClient) -> None:
+    await _register(client)
+    first = await client.get("/v1/routes/T1")
+    etag = first.headers["ETag"]
+    unchanged = await client.get("/v1/routes/T1?wait=0.2", headers={"If-None-Match": etag})
+    assert unchanged.status == 304
+    poll = asyncio.create_task(client.get("/v1/routes/T1?wait=5",
+                                          headers={"If-None-Match": etag}))
+    await asyncio.sleep(0.2)
+    assert not poll.done()
+    await client.post("/v1/brokers/broker-a/wipe-write-perm")
+    resp = await asyncio.wait_for(poll, 3)
+    assert resp.status == 200 and resp.headers["ETag"] != etag
+    assert (await resp.json())["queueDatas"][0]["perm"] == 4
+
+
+async def test_topic_lists_can_be_disabled(client: TestClient, ns: NameServer) -> None:
+    await ns.config.update({"enableAllTopicList": "false", "enableTopicList": "false"})
+    assert (await _json(await client.get("/v1/topics"), 403))["error"].startswith("disable")
+    await _json(await client.get("/v1/clusters/c1/topics"), 403)
+    await _json(await client.get("/v1/topics/unit"), 403)
