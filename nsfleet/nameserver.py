@@ -49,12 +49,16 @@ class NameServer:
         self.metrics = metrics
         self.started = time.monotonic()
 
-    async def register_broker(self, reg: BrokerRegistration) -> RegisterResult:
+    async def register_broker(self, reg: BrokerRegistration, *,
+                              static_topics: bool = False) -> RegisterResult:
+        """Register with the fleet's defaults. ``static_topics``: the body carried static-topic
+        mappings, which (as in Java) turns deleteTopicWithBrokerRegistration off for this call."""
         if reg.heartbeat_timeout_millis is None:
             reg.heartbeat_timeout_millis = int(self.settings.broker_timeout * 1000)
         return await self.store.register_broker(
             reg,
-            delete_absent_topics=self.config.flag("deleteTopicWithBrokerRegistration"),
+            delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
+                                  and not static_topics),
             return_order_conf=self.config.flag("returnOrderTopicConfigToBroker"))
 
     async def route(self, topic: str) -> RouteAnswer | None:

@@ -1,0 +1,1 @@
+"""RocketMQ remoting wire codec: framing, headers, fastjson-style JSON and request bodies."""

@@ -1,0 +1,613 @@
+"""RocketMQ remoting commands on the wire: framing, JSON headers and ROCKETMQ binary headers.
+
+Frame layout (reference §2.1, big-endian)::
+
+    int32 length = 4 + H + B | int32 (serializeType << 24) | H | header (H bytes) | body (B bytes)
+
+Encoders write exactly what the Java 5.x server writes (fastjson header with sorted keys, nulls
+omitted, ``serializeTypeCurrentRPC`` included). Decoders are as lenient as the Java server: unknown
+header keys are ignored, missing ones take Java's defaults, an unknown language becomes ``OTHER``.
+Everything that Java would answer by closing the channel raises a :class:`ProtocolError`.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Final
+
+from nsfleet.remoting.fastjson import dumps_legacy, loads_lenient, quote_legacy
+
+__all__ = [
+    "CURRENT_VERSION",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "ONEWAY",
+    "RESPONSE",
+    "V3_0_11",
+    "V4_9_4",
+    "V5_0_0",
+    "BadFrameLengthError",
+    "BadHeaderLengthError",
+    "FrameDecoder",
+    "FrameTooLargeError",
+    "HeaderDecodeError",
+    "LanguageCode",
+    "ProtocolError",
+    "RemotingCommand",
+    "RequestCode",
+    "ResponseCode",
+    "SerializeType",
+    "UnknownSerializeTypeError",
+    "decode_frame",
+    "decode_header",
+    "decode_json_header",
+    "decode_rocketmq_header",
+    "encode_frame",
+    "encode_header",
+    "encode_json_header",
+    "encode_rocketmq_header",
+    "make_response",
+    "mark_protocol_type",
+]
+
+# MQVersion ordinals that change NameServer behaviour (§2.2).
+V3_0_11: Final = 37  # REGISTER_BROKER body becomes RegisterBrokerBody
+V4_9_4: Final = 401  # route answers in standard JSON
+V5_0_0: Final = 413  # compressed register body carries static-topic mappings
+CURRENT_VERSION: Final = 479  # V5_3_3, what a 5.3.3 NameServer puts in its responses
+
+# Netty's frameMaxLength default; it bounds the whole frame including the length prefix.
+DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
+
+# Flag bits (RemotingCommand.RPC_TYPE / RPC_ONEWAY).
+RESPONSE: Final = 1
+ONEWAY: Final = 2
+
+
+class SerializeType(IntEnum):
+    """High byte of the second frame int: how the header is encoded."""
+
+    JSON = 0
+    ROCKETMQ = 1
+
+
+class LanguageCode(IntEnum):
+    """The sender's client language; names travel in JSON headers, codes in binary ones."""
+
+    JAVA = 0
+    CPP = 1
+    DOTNET = 2
+    PYTHON = 3
+    DELPHI = 4
+    ERLANG = 5
+    RUBY = 6
+    OTHER = 7
+    HTTP = 8
+    GO = 9
+    PHP = 10
+    OMS = 11
+    RUST = 12
+    NODE_JS = 13
+
+
+class ResponseCode(IntEnum):
+    """The response codes the NameServer answers with (§1.3)."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    QUERY_NOT_FOUND = 22
+
+
+class RequestCode(IntEnum):
+    """Request codes handled by (or, for 905, sent by) the NameServer (§1.3)."""
+
+    PUT_KV_CONFIG = 100
+    GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
+    REGISTER_BROKER = 103
+    UNREGISTER_BROKER = 104
+    GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106
+    WIPE_WRITE_PERM_OF_BROKER = 205
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_TOPIC_IN_NAMESRV = 216
+    REGISTER_TOPIC_IN_NAMESRV = 217
+    GET_KVLIST_BY_NAMESPACE = 219
+    GET_TOPICS_BY_CLUSTER = 224
+    GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
+    GET_UNIT_TOPIC_LIST = 311
+    GET_HAS_UNIT_SUB_TOPIC_LIST = 312
+    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST = 313
+    UPDATE_NAMESRV_CONFIG = 318
+    GET_NAMESRV_CONFIG = 319
+    QUERY_DATA_VERSION = 322
+    ADD_WRITE_PERM_OF_BROKER = 327
+    GET_BROKER_MEMBER_GROUP = 901
+    BROKER_HEARTBEAT = 904
+    NOTIFY_MIN_BROKER_ID_CHANGE = 905
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+class ProtocolError(Exception):
+    """The byte stream is not valid RocketMQ remoting; Java closes the channel on these.
+
+    ``decoded`` holds the commands that :meth:`FrameDecoder.feed` had already decoded from the
+    same call before it hit the bad frame, so a server can still serve them (Netty would have
+    dispatched them) before closing.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.decoded: list[RemotingCommand] = []
+
+
+class FrameTooLargeError(ProtocolError):
+    """Frame over the configured maximum (Netty ``TooLongFrameException``)."""
+
+
+class BadFrameLengthError(ProtocolError):
+    """Length prefix negative or too small to hold the header-length int."""
+
+
+class BadHeaderLengthError(ProtocolError):
+    """Header length larger than the frame ("decode error, bad header length")."""
+
+
+class UnknownSerializeTypeError(ProtocolError):
+    """Serialize type byte other than 0 (JSON) or 1 (ROCKETMQ)."""
+
+
+class HeaderDecodeError(ProtocolError):
+    """The header bytes do not decode (bad JSON, truncated binary header, bad lengths)."""
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+_LANGUAGE_NAMES: Final = frozenset(LanguageCode.__members__)
+_LANGUAGE_BY_CODE: Final = {m.value: m.name for m in LanguageCode}
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    """One request or response. ``language`` is the Java enum name, e.g. ``"JAVA"``.
+
+    ``ext_fields`` is ``None`` when the header has no ``extFields`` at all and ``{}`` when it has
+    an empty one (Java writes ``"extFields":{}`` for a response header class whose fields are all
+    null). ``body`` of ``b""`` is sent like ``None`` and decodes as ``None``, as in Java.
+    """
+
+    code: int
+    language: str = "JAVA"
+    version: int = 0
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = None
+    body: bytes | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & ONEWAY)
+
+
+def make_response(
+    request: RemotingCommand,
+    code: int,
+    remark: str | None = None,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes | None = None,
+    version: int = CURRENT_VERSION,
+) -> RemotingCommand:
+    """The answer to ``request``: same opaque, response flag set, same serialize type.
+
+    Mirroring the request's serialize type is what 4.9.x did; 5.x answers in its server-wide type
+    (JSON by default). Clients read the type byte of every frame, so mirroring is the safe choice
+    (§2.1). The language is always ``JAVA``: that is what the Java server says about itself.
+    """
+    return RemotingCommand(
+        code=int(code),
+        language="JAVA",
+        version=version,
+        opaque=request.opaque,
+        flag=RESPONSE,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=request.serialize_type,
+    )
+
+
+# --- JSON header (type 0) ------------------------------------------------------------------------
+
+_INT32_MIN: Final = -(1 << 31)
+_INT32_MAX: Final = (1 << 31) - 1
+_DECIMAL: Final = re.compile(r"[+-]?[0-9]+")
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """The fastjson header the Java server writes: keys sorted, nulls omitted, compact.
+
+    Key order is the getter order fastjson's ``SortField`` gives: code, extFields, flag, language,
+    opaque, remark, serializeTypeCurrentRPC, version. ``extFields`` keys are sorted too (Java
+    writes its ``HashMap`` order, which no client depends on); entries with a ``None`` key or value
+    are skipped, as fastjson skips null map values.
+    """
+    parts = ['{"code":', str(int(cmd.code))]
+    ext = cmd.ext_fields
+    if ext is not None:
+        parts.append(',"extFields":{')
+        first = True
+        for key in sorted(k for k in ext if k is not None):
+            value = ext[key]
+            if value is None:
+                continue
+            if not first:
+                parts.append(",")
+            first = False
+            parts.append(quote_legacy(key))
+            parts.append(":")
+            parts.append(quote_legacy(str(value)))
+        parts.append("}")
+    parts.append(',"flag":')
+    parts.append(str(int(cmd.flag)))
+    parts.append(',"language":')
+    parts.append(quote_legacy(cmd.language))
+    parts.append(',"opaque":')
+    parts.append(str(int(cmd.opaque)))
+    if cmd.remark is not None:
+        parts.append(',"remark":')
+        parts.append(quote_legacy(cmd.remark))
+    parts.append(',"serializeTypeCurrentRPC":"')
+    parts.append(SerializeType(cmd.serialize_type).name)
+    parts.append('","version":')
+    parts.append(str(int(cmd.version)))
+    parts.append("}")
+    return "".join(parts).encode("utf-8", "replace")
+
+
+def _header_int(obj: dict[str, Any], key: str) -> int:
+    """A Java ``int`` header field: missing or null is 0; numbers and decimal strings accepted
+    (fastjson converts those), anything else or a value outside int32 is undecodable."""
+    value = obj.get(key)
+    if value is None:
+        return 0
+    acceptable = (
+        isinstance(value, int)
+        or (isinstance(value, float) and value.is_integer())
+        or (isinstance(value, str) and len(value) < 40
+            and _DECIMAL.fullmatch(value.strip()) is not None)
+    )
+    if not acceptable:
+        raise HeaderDecodeError(f"header field {key!r} is not an integer: {value!r:.60}")
+    result = int(value)
+    if not _INT32_MIN <= result <= _INT32_MAX:
+        raise HeaderDecodeError(f"header field {key!r} is out of the int32 range: {result}")
+    return result
+
+
+def _language_from_json(value: Any) -> str:
+    if value is None:
+        return "JAVA"  # RemotingCommand's field initialiser
+    if isinstance(value, str):
+        return value if value in _LANGUAGE_NAMES else "OTHER"
+    if isinstance(value, int) and not isinstance(value, bool):
+        # fastjson also maps an enum given as a number.
+        return _LANGUAGE_BY_CODE.get(value, "OTHER")
+    return "OTHER"
+
+
+def _ext_value(value: Any) -> str | None:
+    """fastjson's coercion of a JSON value into a ``HashMap<String,String>`` value."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return dumps_legacy(value).decode("utf-8")
+
+
+def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode a JSON header leniently (§1.2): unknown keys ignored, missing fields defaulted.
+
+    ``serializeTypeCurrentRPC`` is ignored (Java overwrites it from the type byte). The result's
+    ``body`` is ``None`` and ``serialize_type`` is JSON.
+    """
+    try:
+        obj = loads_lenient(data)
+    except ValueError as exc:
+        raise HeaderDecodeError(f"undecodable JSON header: {exc}") from None
+    if not isinstance(obj, dict):
+        raise HeaderDecodeError(f"JSON header is not an object but {type(obj).__name__}")
+    ext_raw = obj.get("extFields")
+    ext: dict[str, str] | None
+    if ext_raw is None:
+        ext = None
+    elif isinstance(ext_raw, dict):
+        ext = {}
+        for key, raw in ext_raw.items():
+            value = _ext_value(raw)
+            if value is not None:  # a null value reads exactly like a missing one
+                ext[key] = value
+    else:
+        raise HeaderDecodeError(f"extFields is not an object: {ext_raw!r}")
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        remark = _ext_value(remark)
+    return RemotingCommand(
+        code=_header_int(obj, "code"),
+        language=_language_from_json(obj.get("language")),
+        version=_header_int(obj, "version"),
+        opaque=_header_int(obj, "opaque"),
+        flag=_header_int(obj, "flag"),
+        remark=remark,
+        ext_fields=ext,
+        body=None,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+# --- ROCKETMQ binary header (type 1) -------------------------------------------------------------
+
+# code int16 | language int8 | version int16 | opaque int32 | flag int32 | remark length int32
+_FIXED: Final = struct.Struct(">hbhiii")
+_FIXED_ENCODE: Final = struct.Struct(">HBHIII")
+_INT: Final = struct.Struct(">i")
+_SHORT: Final = struct.Struct(">h")
+_UINT: Final = struct.Struct(">I")
+
+
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    """The ``RocketMQSerializable`` header (§2.3).
+
+    Code and version are written as Java ``(short)`` casts, so values past 16 bits wrap; an empty
+    remark is written as length 0 (and reads back as ``None``); extFields entries with a ``None``
+    key or value are skipped.
+    """
+    remark = cmd.remark.encode("utf-8", "replace") if cmd.remark else b""
+    ext_parts: list[bytes] = []
+    if cmd.ext_fields:
+        for key, value in cmd.ext_fields.items():
+            if key is None or value is None:
+                continue
+            kb = key.encode("utf-8", "replace")
+            vb = str(value).encode("utf-8", "replace")
+            if len(kb) > 0x7FFF:
+                raise ValueError(f"extFields key longer than 32767 bytes: {key[:40]!r}...")
+            ext_parts.append(_SHORT.pack(len(kb)))
+            ext_parts.append(kb)
+            ext_parts.append(_INT.pack(len(vb)))
+            ext_parts.append(vb)
+    ext = b"".join(ext_parts)
+    language = LanguageCode.__members__.get(cmd.language, LanguageCode.OTHER)
+    return b"".join((
+        _FIXED_ENCODE.pack(
+            cmd.code & 0xFFFF,
+            int(language),
+            cmd.version & 0xFFFF,
+            cmd.opaque & 0xFFFFFFFF,
+            cmd.flag & 0xFFFFFFFF,
+            len(remark),
+        ),
+        remark,
+        _INT.pack(len(ext)),
+        ext,
+    ))
+
+
+def decode_rocketmq_header(
+    data: bytes | bytearray | memoryview, offset: int = 0, length: int | None = None
+) -> RemotingCommand:
+    """Decode a ``RocketMQSerializable`` header of ``length`` bytes at ``offset`` in ``data``.
+
+    As in Java, a zero-length remark or value decodes as null (here: the remark is ``None`` and the
+    extFields entry is dropped, which handlers cannot tell from a missing one), an extFields length
+    of 0 or less means no extFields at all, and an unknown language code becomes ``OTHER``.
+    Stricter than Java, every string must lie inside the header (Java only compares each length
+    with the header length and could read into the body); bytes left after the extFields are
+    ignored.
+    """
+    if length is None:
+        length = len(data) - offset
+    end = offset + length
+    if length < _FIXED.size + 4:
+        raise HeaderDecodeError(f"ROCKETMQ header too short: {length} bytes")
+    code, lang, version, opaque, flag, remark_len = _FIXED.unpack_from(data, offset)
+    pos = offset + _FIXED.size
+    remark: str | None = None
+    if remark_len != 0:
+        if remark_len < 0 or remark_len > length or pos + remark_len + 4 > end:
+            raise HeaderDecodeError(f"bad remark length {remark_len} in a {length}-byte header")
+        remark = bytes(data[pos:pos + remark_len]).decode("utf-8", "replace")
+        pos += remark_len
+    (ext_len,) = _INT.unpack_from(data, pos)
+    pos += 4
+    ext: dict[str, str] | None = None
+    if ext_len > 0:
+        ext_end = pos + ext_len
+        if ext_len > length or ext_end > end:
+            raise HeaderDecodeError(f"bad extFields length {ext_len} in a {length}-byte header")
+        ext = {}
+        while pos < ext_end:
+            if pos + 2 > ext_end:
+                raise HeaderDecodeError("truncated extFields key length")
+            (key_len,) = _SHORT.unpack_from(data, pos)
+            pos += 2
+            if key_len < 0 or pos + key_len + 4 > ext_end:
+                raise HeaderDecodeError(f"bad extFields key length {key_len}")
+            key = bytes(data[pos:pos + key_len]).decode("utf-8", "replace") if key_len else None
+            pos += key_len
+            (value_len,) = _INT.unpack_from(data, pos)
+            pos += 4
+            if value_len < 0 or pos + value_len > ext_end:
+                raise HeaderDecodeError(f"bad extFields value length {value_len}")
+            value = bytes(data[pos:pos + value_len]).decode("utf-8", "replace")
+            pos += value_len
+            if key is not None and value_len:
+                ext[key] = value
+            elif key is not None:
+                ext.pop(key, None)  # Java's put(key, null) replaces an earlier value
+    return RemotingCommand(
+        code=code,
+        language=_LANGUAGE_BY_CODE.get(lang, "OTHER"),
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext,
+        body=None,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+# --- framing -------------------------------------------------------------------------------------
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    """The header bytes in ``cmd.serialize_type``."""
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return encode_rocketmq_header(cmd)
+    return encode_json_header(cmd)
+
+
+def decode_header(
+    data: bytes | bytearray | memoryview, serialize_type: int
+) -> RemotingCommand:
+    """Decode header bytes of the given serialize type (without body)."""
+    if serialize_type == SerializeType.JSON:
+        return decode_json_header(data)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return decode_rocketmq_header(data)
+    raise UnknownSerializeTypeError(f"unknown serialize type {serialize_type}")
+
+
+def mark_protocol_type(header_len: int, serialize_type: int) -> bytes:
+    """The second frame int: ``(type << 24) | (header_len & 0xFFFFFF)``, big-endian."""
+    return _UINT.pack(((int(serialize_type) & 0xFF) << 24) | (header_len & 0xFFFFFF))
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    """The full frame for ``cmd``, length prefix included."""
+    header = encode_header(cmd)
+    if len(header) > 0xFFFFFF:
+        raise ValueError(f"header of {len(header)} bytes does not fit the 24-bit length")
+    body = cmd.body or b""
+    return b"".join((
+        _UINT.pack(4 + len(header) + len(body)),
+        mark_protocol_type(len(header), cmd.serialize_type),
+        header,
+        body,
+    ))
+
+
+def _decode_frame_at(view: memoryview, start: int, length: int) -> RemotingCommand:
+    """Decode the frame whose content (after the length prefix) is view[start:start+length]."""
+    (header_word,) = _UINT.unpack_from(view, start)
+    header_len = header_word & 0xFFFFFF
+    if header_len > length - 4:
+        raise BadHeaderLengthError(
+            f"decode error, bad header length: {header_len} (frame content is {length} bytes)")
+    serialize_type = header_word >> 24
+    header_start = start + 4
+    if serialize_type == SerializeType.JSON:
+        cmd = decode_json_header(view[header_start:header_start + header_len].tobytes())
+    elif serialize_type == SerializeType.ROCKETMQ:
+        cmd = decode_rocketmq_header(view, header_start, header_len)
+    else:
+        raise UnknownSerializeTypeError(f"unknown serialize type {serialize_type}")
+    body_start = header_start + header_len
+    body_end = start + length
+    if body_end > body_start:
+        cmd.body = view[body_start:body_end].tobytes()
+    return cmd
+
+
+def decode_frame(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """Decode one complete frame (length prefix included, nothing after it)."""
+    view = memoryview(frame)
+    if len(view) < 4:
+        raise BadFrameLengthError(f"frame of {len(view)} bytes has no length prefix")
+    (length,) = _INT.unpack_from(view, 0)
+    if length < 4 or length != len(view) - 4:
+        raise BadFrameLengthError(
+            f"length prefix {length} does not match a frame of {len(view)} bytes")
+    return _decode_frame_at(view, 4, length)
+
+
+class FrameDecoder:
+    """Incremental frame decoder for one connection (Netty's LengthFieldBasedFrameDecoder plus
+    ``RemotingCommand.decode``).
+
+    :meth:`feed` returns every complete command and keeps a partial frame buffered. Decoding reads
+    the shared buffer in place (``struct.unpack_from`` and memoryview slices); consumed bytes are
+    dropped once per call, which CPython does without moving the rest for a ``bytearray`` prefix.
+
+    ``max_frame_size`` bounds the whole frame, length prefix included, as Netty's ``maxFrameLength``
+    does; an oversized frame is rejected as soon as its length prefix arrives. After a
+    :class:`ProtocolError` the stream is unusable: close the connection (further calls raise again).
+    """
+
+    __slots__ = ("_buf", "_error", "_max")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 8:
+            raise ValueError("max_frame_size must allow at least the 8 bytes of framing")
+        self._buf = bytearray()
+        self._max = max_frame_size
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        if self._error is not None:
+            raise type(self._error)(f"decoder already failed: {self._error}")
+        buf = self._buf
+        buf += data
+        out: list[RemotingCommand] = []
+        end = len(buf)
+        if end < 4:
+            return out
+        pos = 0
+        view = memoryview(buf)
+        try:
+            while end - pos >= 4:
+                (length,) = _INT.unpack_from(view, pos)
+                if length < 4:
+                    raise BadFrameLengthError(f"bad frame length {length}")
+                if length + 4 > self._max:
+                    raise FrameTooLargeError(
+                        f"frame of {length + 4} bytes exceeds the maximum of {self._max}")
+                if end - pos - 4 < length:
+                    break
+                out.append(_decode_frame_at(view, pos + 4, length))
+                pos += 4 + length
+        except ProtocolError as exc:
+            exc.decoded = out
+            self._error = exc
+            raise
+        except Exception as exc:  # a decoder bug must still look like a bad stream to callers
+            err = HeaderDecodeError(f"undecodable frame: {exc!r}")
+            err.decoded = out
+            self._error = err
+            raise err from exc
+        finally:
+            view.release()
+            if pos:
+                del buf[:pos]
+        return out

@@ -1,0 +1,197 @@
+"""The RocketMQ remoting TCP server (port 9876) of a worker.
+
+One ``asyncio.Protocol`` per connection: an optional PROXY protocol prefix, then frames decoded
+incrementally; each request is handled in its own task and answered in the request's serialize
+type (oneway requests never are). A malformed stream closes only its own connection. When a
+connection that registered brokers closes (or idles out), those brokers are unregistered, fenced
+by the registration generation so a newer registration (on any worker) survives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import cast
+
+import structlog
+
+from nsfleet.nameserver import NameServer
+from nsfleet.remoting.codec import (
+    FrameDecoder,
+    ProtocolError,
+    RemotingCommand,
+    ResponseCode,
+    encode_frame,
+    make_response,
+)
+from nsfleet.remoting.handlers import HANDLERS, Connection
+from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
+from nsfleet.validation import ValidationError
+
+log = structlog.get_logger(__name__)
+IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
+MAX_IN_FLIGHT = 10_000  # per worker; beyond it requests get SYSTEM_BUSY, like a full executor
+OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
+
+
+def exception_remark(exc: BaseException) -> str:
+    """Like UtilAll.exceptionSimpleDesc: the exception and its message."""
+    if isinstance(exc, ValidationError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class RemotingProtocol(asyncio.Protocol):
+    def __init__(self, server: RemotingServer) -> None:
+        self.server = server
+        self.decoder = FrameDecoder(server.max_frame_size)
+        self.transport: asyncio.Transport | None = None
+        self.conn = Connection(peer="?")
+        self.proxy_pending: bytearray | None = bytearray()  # None once past the PROXY check
+        self.last_active = time.monotonic()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        peer = self.transport.get_extra_info("peername")
+        self.conn.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.server.connections.add(self)
+        self.server.ns.metrics.remoting_connections.inc()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        self.server.ns.metrics.remoting_connections.dec()
+        if self.conn.registrations:
+            self.server.spawn(self._unregister_on_close(dict(self.conn.registrations)))
+            self.conn.registrations.clear()
+
+    async def _unregister_on_close(self, regs: dict[tuple[str, str], tuple[str, int]]) -> None:
+        for (cluster, addr), (name, generation) in regs.items():
+            try:
+                outcome = await self.server.ns.store.unregister_broker(
+                    cluster, addr, name, generation=generation)
+                log.info("broker connection closed", cluster=cluster, broker_addr=addr,
+                         unregistered=outcome != -1)
+            except Exception as exc:  # the deadline will still expire it
+                log.warning("unregister on close failed", broker_addr=addr, error=str(exc))
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
+        if self.proxy_pending is not None:
+            self.proxy_pending += data
+            try:
+                result = parse_proxy_header(self.proxy_pending)
+            except ProtocolError as exc:
+                self._abort("bad PROXY header", exc)
+                return
+            if result.state is ProxyState.NEED_MORE:
+                return
+            data = bytes(self.proxy_pending[result.consumed:])
+            if result.state is ProxyState.PARSED and result.client_address:
+                self.conn.peer = result.client_address
+            self.proxy_pending = None
+        try:
+            commands = self.decoder.feed(data)
+        except ProtocolError as exc:
+            for cmd in getattr(exc, "decoded", ()):
+                self._dispatch(cmd)
+            self._abort("bad frame", exc)
+            return
+        for cmd in commands:
+            self._dispatch(cmd)
+
+    def _abort(self, what: str, exc: Exception) -> None:
+        log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=str(exc))
+        if self.transport is not None:
+            self.transport.close()
+
+    def _dispatch(self, cmd: RemotingCommand) -> None:
+        if cmd.is_response:
+            return  # the NameServer sends no requests of its own, so no response is awaited
+        if self.server.in_flight >= MAX_IN_FLIGHT:
+            self.reply(cmd, make_response(cmd, ResponseCode.SYSTEM_BUSY, remark=OVERLOAD))
+            return
+        self.server.spawn(self._handle(cmd))
+
+    async def _handle(self, cmd: RemotingCommand) -> None:
+        ns = self.server.ns
+        started = time.perf_counter()
+        handler = HANDLERS.get(cmd.code)
+        try:
+            if handler is None:
+                response = make_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                         remark=f" request type {cmd.code} not supported")
+            else:
+                response = await handler(ns, cmd, self.conn)
+        except Exception as exc:
+            if not isinstance(exc, ValidationError):
+                log.warning("remoting handler failed", code=cmd.code, error=repr(exc))
+            response = make_response(cmd, ResponseCode.SYSTEM_ERROR, remark=exception_remark(exc))
+        ns.metrics.remoting_requests.labels(str(cmd.code), str(response.code)).inc()
+        ns.metrics.remoting_latency.labels(str(cmd.code)).observe(time.perf_counter() - started)
+        self.reply(cmd, response)
+
+    def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        if request.is_oneway or self.transport is None or self.transport.is_closing():
+            return
+        self.last_active = time.monotonic()
+        self.transport.write(encode_frame(response))
+
+
+class RemotingServer:
+    def __init__(self, ns: NameServer, *, max_frame_size: int = 16 * 1024 * 1024,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
+        self.ns = ns
+        self.max_frame_size = max_frame_size
+        self.idle_seconds = idle_seconds
+        self.connections: set[RemotingProtocol] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def spawn(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def start(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: RemotingProtocol(self), host, port,
+                                                backlog=1024, reuse_address=True)
+        self._idle_task = asyncio.create_task(self._close_idle())
+
+    async def _close_idle(self) -> None:
+        """Close connections with no traffic for idle_seconds (Java's idle channel handling);
+        a broker's registrations are then unregistered, fenced."""
+        while True:
+            await asyncio.sleep(min(10.0, self.idle_seconds / 2))
+            cutoff = time.monotonic() - self.idle_seconds
+            for proto in list(self.connections):
+                if proto.last_active < cutoff and proto.transport is not None:
+                    proto.transport.close()
+
+    async def close(self) -> None:
+        """Stop accepting, let in-flight requests finish, then close every connection. Brokers'
+        registrations are not unregistered on a worker shutdown: they reconnect elsewhere."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        if self._server is not None:
+            self._server.close()
+        if self.tasks:
+            await asyncio.wait(set(self.tasks))
+        for proto in list(self.connections):
+            proto.conn.registrations.clear()
+            if proto.transport is not None:
+                proto.transport.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()

@@ -1,0 +1,148 @@
+"""fastjson-compatible JSON writers and the lenient reader (§2.4, §2.5)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any
+
+import pytest
+
+from nsfleet.remoting.fastjson import (
+    dumps_legacy,
+    dumps_standard,
+    loads_lenient,
+    quote_legacy,
+    quote_standard,
+)
+
+
+def example_route() -> dict[str, Any]:
+    return {
+        "queueDatas": [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4,
+                        "topicSysFlag": 0, "writeQueueNums": 4}],
+        "brokerDatas": [{"cluster": "DefaultCluster", "brokerName": "broker-a",
+                         "brokerAddrs": {1: "10.0.0.2:10911", 0: "10.0.0.1:10911"},
+                         "enableActingMaster": False, "zoneName": None}],
+        "filterServerTable": {},
+        "orderTopicConf": None,
+    }
+
+
+STANDARD = (
+    b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},'
+    b'"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],'
+    b'"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
+    b'"topicSysFlag":0,"writeQueueNums":4}]}'
+)
+LEGACY = STANDARD.replace(b'{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"}',
+                          b'{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}')
+
+
+def test_route_example_standard_encoding() -> None:
+    assert dumps_standard(example_route()) == STANDARD
+    assert len(STANDARD) == 282
+
+
+def test_route_example_legacy_encoding() -> None:
+    assert dumps_legacy(example_route()) == LEGACY
+
+
+def test_legacy_output_reads_back() -> None:
+    assert loads_lenient(LEGACY) == json.loads(STANDARD)
+
+
+def test_int_keys_sort_numerically() -> None:
+    data = {10: "x", 2: "y", 1: "z"}
+    assert dumps_legacy(data) == b'{1:"z",2:"y",10:"x"}'
+    assert dumps_standard(data) == b'{"1":"z","2":"y","10":"x"}'
+
+
+def test_str_keys_sort_alphabetically_and_nulls_are_dropped() -> None:
+    assert dumps_legacy({"b": 1, "a": None, "C": [None, 1]}) == b'{"C":[null,1],"b":1}'
+
+
+def test_non_ascii() -> None:
+    data = {"t": "zürich 東京 😀"}
+    assert dumps_legacy(data) == '{"t":"zürich 東京 😀"}'.encode()
+    assert dumps_standard(data) == b'{"t":"z\\u00FCrich \\u6771\\u4EAC \\uD83D\\uDE00"}'
+
+
+def test_escapes_follow_fastjson() -> None:
+    s = 'a"b\\c/d\n\t\b\f\r\x01\x0b\x7f\x85\u2028é'
+    assert quote_legacy(s) == '"a\\"b\\\\c/d\\n\\t\\b\\f\\r\\u0001\\u000B\\u007F\\u0085\\u2028é"'
+    assert quote_standard(s) == (
+        '"a\\"b\\\\c\\/d\\n\\t\\b\\f\\r\\u0001\\u000B\\u007F\\u0085\\u2028\\u00E9"')
+    assert json.loads(quote_standard(s)) == s
+    assert json.loads(quote_legacy(s)) == s
+
+
+def test_big_longs_are_quoted_only_in_standard_mode() -> None:
+    big = 2**53
+    assert dumps_standard({"v": big, "w": big - 1}) == (
+        b'{"v":"9007199254740992","w":9007199254740991}')
+    assert dumps_legacy({"v": big}) == b'{"v":9007199254740992}'
+
+
+def test_other_types() -> None:
+    class Color(enum.Enum):
+        RED = "r"
+
+    class Code(enum.IntEnum):
+        OK = 0
+
+    values = [True, False, None, 1.5, float("nan"), Code.OK, Color.RED, b"\x00\x01", (1,),
+              {"b", "a"}]
+    assert dumps_legacy(values) == b'[true,false,null,1.5,null,0,"RED","AAE=",[1],["a","b"]]'
+    assert dumps_legacy({True: 1}) == b"{true:1}"
+    with pytest.raises(TypeError):
+        dumps_legacy(object())
+    with pytest.raises(TypeError):
+        dumps_legacy({(1, 2): 1})
+
+
+def test_lone_surrogate_written_as_question_mark() -> None:
+    assert dumps_legacy("a\ud800b") == b'"a?b"'
+
+
+# --- loads_lenient -------------------------------------------------------------------------------
+
+
+def test_standard_json() -> None:
+    assert loads_lenient(b'{"a":[1,2.5,"x",null,true]}') == {"a": [1, 2.5, "x", None, True]}
+    assert loads_lenient('"\\u00e9"') == "é"
+    assert loads_lenient(bytearray(b"[]")) == []
+    assert loads_lenient(memoryview(b"{}")) == {}
+
+
+def test_unquoted_numeric_keys_become_strings() -> None:
+    body = b'{"bname":"broker-a","currIdMap":{0:0,1:1,-1:3},"epoch":1}'
+    assert loads_lenient(body) == {"bname": "broker-a", "currIdMap": {"0": 0, "1": 1, "-1": 3},
+                                   "epoch": 1}
+
+
+def test_fastjson_extras() -> None:
+    text = "{topic:'Topic\\'A\"', $x_1 : [1, 2, ], 'k':{},\"s\":\"tab\there\",}"
+    assert loads_lenient(text) == {"topic": "Topic'A\"", "$x_1": [1, 2], "k": {},
+                                   "s": "tab\there"}
+
+
+def test_bom_and_invalid_utf8() -> None:
+    assert loads_lenient(b"\xef\xbb\xbf{}") == {}
+    assert loads_lenient(b'{"a":"\xff"}') == {"a": "\ufffd"}
+    assert loads_lenient(b'{0:"\xff"}') == {"0": "\ufffd"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "{", "}", "{a}", "{a:}", "{:1}", "[1,,2]", "[1 2]", "nul", "{'a':1} x", "'abc",
+     "{\"a\":1", "[" * 3000, "{a:" * 3000, "\x00"],
+)
+def test_garbage_raises_value_error(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid JSON"):
+        loads_lenient(text)
+
+
+def test_wrong_input_type() -> None:
+    with pytest.raises(TypeError):
+        loads_lenient(123)  # type: ignore[arg-type]
