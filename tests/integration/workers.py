@@ -1,0 +1,66 @@
+"""Real ``nsfleet serve`` processes for integration tests (bound to 127.0.0.1, free ports)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nsfleet.redis_server import free_port
+
+
+@dataclass
+class WorkerProcess:
+    env: dict[str, str]
+    log_path: Path
+    http_port: int = field(default_factory=free_port)
+    remoting_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def start(self, timeout: float = 20.0) -> WorkerProcess:
+        env = {**os.environ, **self.env, "NSFLEET_HOST": "127.0.0.1",
+               "NSFLEET_HTTP_PORT": str(self.http_port),
+               "NSFLEET_REMOTING_PORT": str(self.remoting_port)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "nsfleet", "serve"], env=env, stdin=subprocess.DEVNULL,
+            stdout=self.log_path.open("ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                if request("GET", f"{self.url}/readyz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"worker not ready: {self.log_path.read_text()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout)
+
+
+def request(method: str, url: str, body: Any = None, timeout: float = 5.0) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")

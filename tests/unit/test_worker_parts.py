@@ -1,0 +1,166 @@
+"""Settings, the sweeper and its mass-expiry guard, the route cache and the fleet config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+import pytest
+import redis.asyncio as aioredis
+
+from nsfleet import cli, config
+from nsfleet.metrics import Metrics
+from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.namesrv_config import BlacklistedKey, NamesrvConfig
+from nsfleet.route_cache import RouteCache
+from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.sweeper import Sweeper
+from nsfleet.validation import ValidationError
+
+
+def _reg(i: int, timeout: int = 60_000) -> BrokerRegistration:
+    return BrokerRegistration("c", f"10.0.0.{i}:10911", f"b{i}", 0,
+                              heartbeat_timeout_millis=timeout, data_version=DataVersion(1, 1),
+                              topic_configs=[TopicConfig(f"T{i}"), TopicConfig("shared")])
+
+
+def test_settings_precedence_flags_over_env_over_defaults() -> None:
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    env = {"NSFLEET_HTTP_PORT": "9000", "NSFLEET_NAMESPACE": "prod", "NSFLEET_ROUTE_CACHE": "off"}
+    s = config.load(parser.parse_args(["--namespace", "flag"]), env)
+    assert (s.http_port, s.namespace, s.route_cache, s.remoting_port) == (9000, "flag", False, 9876)
+    assert s.embedded_redis
+
+
+@pytest.mark.parametrize(("env", "field"), [
+    ({"NSFLEET_HTTP_PORT": "x"}, "NSFLEET_HTTP_PORT"),
+    ({"NSFLEET_HTTP_PORT": "70000"}, "http-port"),
+    ({"NSFLEET_LOG_FORMAT": "xml"}, "log-format"),
+    ({"NSFLEET_NAMESPACE": "a{b}"}, "namespace"),
+    ({"NSFLEET_SWEEP_INTERVAL": "0"}, "sweep-interval"),
+    ({"NSFLEET_ROUTE_CACHE": "maybe"}, "NSFLEET_ROUTE_CACHE"),
+])
+def test_bad_settings_name_the_setting(env: dict[str, str], field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        config.load(None, env)
+    assert err.value.field == field
+
+
+def test_print_config_masks_secrets(capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSFLEET_REDIS_URL", "redis://user:secret@redis:6379/0")
+    monkeypatch.setenv("NSFLEET_REDIS_PASSWORD", "hunter2")
+    assert cli.main(["serve", "--print-config", "--http-port", "1234"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["http_port"] == 1234 and out["redis_password"] == "***"
+    assert out["redis_url"] == "redis://***@redis:6379/0"
+
+
+async def test_sweeper_expires_and_counts(store: RouteStore) -> None:
+    metrics = Metrics()
+    for i in range(3):
+        await store.register_broker(_reg(i, timeout=50 if i == 0 else 60_000))
+    await asyncio.sleep(0.2)
+    sweeper = Sweeper(store, metrics, interval=1, guard_share=0.5)
+    assert await sweeper.sweep_once() == 1
+    assert metrics.sweep_removals._value.get() == 1
+    assert metrics.brokers_alive._value.get() == 2
+    assert sorted((await store.cluster_info()).broker_addr_table) == ["b1", "b2"]
+    assert await sweeper.sweep_once() == 0
+
+
+async def test_mass_expiry_is_held_and_logged(store: RouteStore,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Metrics()
+    for i in range(6):
+        await store.register_broker(_reg(i, timeout=50 if i < 4 else 60_000))
+    await asyncio.sleep(0.2)
+    guarded = Sweeper(store, metrics, interval=1, guard_share=0.5)
+    assert await guarded.sweep_once() == 0
+    assert metrics.sweep_held._value.get() == 1
+    assert len((await store.cluster_info()).broker_addr_table) == 6
+    unguarded = Sweeper(store, metrics, interval=1, guard_share=0)
+    assert await unguarded.sweep_once() == 4
+
+
+async def test_sweeper_survives_redis_errors() -> None:
+    broken = aioredis.Redis(host="127.0.0.1", port=1)
+    metrics = Metrics()
+    sweeper = Sweeper(RouteStore(broken, "x"), metrics, interval=1, guard_share=0.5)
+    assert await sweeper.sweep_once() == 0
+    assert metrics.redis_errors.labels("sweep")._value.get() == 1
+    await broken.aclose()
+
+
+async def _settled(cache: RouteCache) -> None:
+    for _ in range(100):
+        if cache._subscribed:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("change feed never subscribed")
+
+
+async def test_route_cache_serves_hits_and_invalidates_on_change(store: RouteStore) -> None:
+    metrics = Metrics()
+    cache = RouteCache(store, metrics)
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1))
+        first = await cache.get("T1")
+        assert first.read is not None
+        assert (await cache.get("T1")) is first
+        assert metrics.route_cache.labels("hit")._value.get() == 1
+        await store.wipe_write_perm("b1")
+        for _ in range(100):
+            entry = await cache.get("T1")
+            if entry is not first:
+                break
+            await asyncio.sleep(0.01)
+        assert entry.read is not None and entry.read.route.queue_datas[0].perm == 4
+        missing = await cache.get("T9")
+        assert missing.read is None
+        await store.register_broker(_reg(9))
+        for _ in range(100):
+            if (await cache.get("T9")).read is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert (await cache.get("T9")).read is not None
+    finally:
+        await cache.close()
+
+
+async def test_route_cache_entry_ends_at_the_first_members_deadline(store: RouteStore) -> None:
+    cache = RouteCache(store, Metrics())
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1, timeout=300))
+        assert (await cache.get("T1")).read is not None
+        await asyncio.sleep(0.4)
+        assert (await cache.get("T1")).read is None  # TTL expiry publishes nothing
+    finally:
+        await cache.close()
+
+
+async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> None:
+    one, two = NamesrvConfig(store), NamesrvConfig(store, static={"listenPort": "9876"})
+    await one.refresh()
+    assert not one.flag("orderMessageEnable")
+    assert await one.update({"orderMessageEnable": "TRUE", "unknownKey": "x"}) == {
+        "orderMessageEnable": "TRUE"}
+    await two.refresh()
+    assert two.flag("orderMessageEnable")
+    for key in ("configStorePath", "kvConfigPath", "configBlackList", "rocketmqHome"):
+        with pytest.raises(BlacklistedKey):
+            await one.update({key: "/tmp/evil"})
+    # The blacklist can only be extended out of band (Java: the -c file; here: the P:config hash).
+    await store.redis.hset(store.keys.config, "configBlackList", "productEnvName")
+    await one.refresh()
+    with pytest.raises(BlacklistedKey):
+        await one.update({"productEnvName": "x"})
+    text = two.properties_text()
+    lines = text.splitlines()
+    assert lines == sorted(lines) and "listenPort=9876" in lines
