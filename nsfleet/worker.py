@@ -62,8 +62,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     runners: list[web.AppRunner] = []
     remoting: RemotingServer | None = None
     sweeper: Sweeper | None = None
-    store = RouteStore(client, settings.namespace)
     metrics = Metrics()
+    store = RouteStore(client, settings.namespace,
+                       on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
     config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
                                           "bindAddress": settings.host})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,9 @@ def test_every_worker_answers_the_same_at_once(fleet: list[WorkerProcess]) -> No
         assert status == 200, route
         assert route["brokerDatas"][0]["brokerAddrs"] == {"0": "10.0.0.1:10911"}
     assert http("POST", f"{c.url}/v1/brokers/unregister", IDENT)[0] == 200
+    with urllib.request.urlopen(f"{a.url}/metrics", timeout=5) as resp:
+        metrics = resp.read().decode()
+    assert 'nsfleet_lua_call_seconds_count{script="register_broker"} 1.0' in metrics
     for w in (a, b, c):
         status, body = http("GET", f"{w.url}/v1/routes/T1")
         assert status == 404 and body["code"] == 17
