@@ -51,6 +51,7 @@ class RedisServer:
     extra_args: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"
     preexec: Callable[[], None] | None = None  # run in the child before exec
+    config_file: Path | None = None  # e.g. a sentinel.conf (must be writable: Sentinel rewrites it)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,7 +63,8 @@ class RedisServer:
         if not self.port:
             self.port = free_port(self.host)
         args = [
-            find_binary(), "--port", str(self.port), "--bind", self.host,
+            find_binary(), *([str(self.config_file)] if self.config_file else []),
+            "--port", str(self.port), "--bind", self.host,
             "--dir", str(self.data_dir), "--appendonly", "yes" if self.appendonly else "no",
             "--save", "", "--maxmemory-policy", "noeviction", "--protected-mode", "yes",
             "--daemonize", "no", "--logfile", str(self.data_dir / "redis.log"),
