@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from nsfleet import __version__, config
+from nsfleet import __version__, admin, config, simulate
 from nsfleet.validation import ValidationError
 
 
@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--print-config", action="store_true",
                        help="print the effective settings as JSON and exit")
     serve.set_defaults(func=_serve)
+    admin.add_parser(sub)
+    simulate.add_parser(sub)
     return parser
 
 

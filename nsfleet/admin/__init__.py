@@ -1,0 +1,128 @@
+"""``nsfleet admin``: mqadmin's NameServer commands over the HTTP API of any worker.
+
+Tables for people by default, the worker's JSON with ``--json``. ``--server`` takes a
+comma-separated list of worker URLs and fails over through it. On failure: exit status 1 and one
+line on stderr (the worker's ``error`` when it sent one); 2 for a usage error.
+
+mqadmin sends KV, write-perm and delete-topic writes to every NameServer in its list; here the
+workers share one Redis, so one successful request reaches the whole fleet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from nsfleet.admin import commands
+from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
+
+SERVER_ENV = "NSFLEET_SERVER"
+DESCRIPTION = """\
+mqadmin's NameServer commands over the HTTP API of any nsfleet worker. Tables by default, the
+worker's JSON with --json. --server takes comma-separated worker URLs and fails over through them.
+Exit status 1 with one line on stderr on failure, 2 on a usage error."""
+DEFAULT_TIMEOUT = 5.0
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options accepted before and after the command name (SUPPRESS keeps an option given at
+    one level from being reset by the other's default)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--server", "-n", default=argparse.SUPPRESS, metavar="URL[,URL...]",
+                   help=f"worker URL(s), comma-separated, tried in order (env {SERVER_ENV}, "
+                        f"default {DEFAULT_SERVER})")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                   help="print the worker's JSON instead of tables")
+    p.add_argument("--timeout", type=float, default=argparse.SUPPRESS, metavar="S",
+                   help=f"seconds per request and worker (default {DEFAULT_TIMEOUT:g})")
+    return p
+
+
+def _command(sub: Any, common: argparse.ArgumentParser, name: str, help_: str,
+             handler: commands.Command) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_,
+                                                parents=[common])
+    p.set_defaults(handler=handler)
+    return p
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    common = _common()
+    admin: argparse.ArgumentParser = subparsers.add_parser(
+        "admin", parents=[common], help="mqadmin-style commands against a fleet",
+        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    admin.set_defaults(func=run)
+    sub = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+    c = commands
+    _command(sub, common, "cluster-list", "clusters, broker groups and members (clusterList)",
+             c.cluster_list)
+    _command(sub, common, "broker-list", "live brokers with last heartbeat age and deadline",
+             c.broker_list)
+    _command(sub, common, "topic-route", "a topic's route (topicRoute)",
+             c.topic_route).add_argument("topic")
+    _command(sub, common, "topic-list", "all topics, or a cluster's (topicList)",
+             c.topic_list).add_argument("--cluster", "-c")
+    _command(sub, common, "topic-cluster-list", "the clusters serving a topic (topicClusterList)",
+             c.topic_cluster_list).add_argument("topic")
+    p = _command(sub, common, "delete-topic", "delete a topic from the fleet's route table, or "
+                 "only a cluster's queues (deleteTopic, NameServer side)", c.delete_topic)
+    p.add_argument("topic")
+    p.add_argument("--cluster", "-c")
+    _command(sub, common, "wipe-write-perm", "clear the write perm of a broker group's queues "
+             "(wipeWritePerm)", c.wipe_write_perm).add_argument("broker")
+    _command(sub, common, "add-write-perm", "restore the write perm of a broker group's queues "
+             "(addWritePerm)", c.add_write_perm).add_argument("broker")
+
+    kv = _command(sub, common, "kv", "KV config (updateKvConfig, deleteKvConfig, ...)", c.kv)
+    kv_sub = kv.add_subparsers(dest="kv_action", required=True, metavar="ACTION")
+    for action, help_, extra in (("get", "print a value", ["key"]),
+                                 ("put", "set a value", ["key", "value"]),
+                                 ("delete", "delete a key", ["key"]),
+                                 ("list", "a namespace's table", [])):
+        p = kv_sub.add_parser(action, help=help_, parents=[common])
+        for arg in ["namespace", *extra]:
+            p.add_argument(arg)
+
+    oc = _command(sub, common, "order-conf", "orderTopicConf of a topic, the ORDER_TOPIC_CONFIG "
+                  "namespace (updateOrderConf)", c.order_conf)
+    oc_sub = oc.add_subparsers(dest="order_action", required=True, metavar="ACTION")
+    for action, help_ in (("get", "print a topic's orderTopicConf"),
+                          ("put", "set it, e.g. 'broker-a:4;broker-b:4'"),
+                          ("delete", "delete it")):
+        p = oc_sub.add_parser(action, help=help_, parents=[common])
+        p.add_argument("topic")
+        if action == "put":
+            p.add_argument("conf")
+    return admin
+
+
+async def _execute(args: argparse.Namespace) -> commands.Output:
+    servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+    http = FleetHttp(servers, timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
+    try:
+        return await args.handler(http, args)
+    finally:
+        await http.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        out = asyncio.run(_execute(args))
+    except (ApiError, FleetUnavailable, ValueError) as exc:
+        message = " ".join(str(exc).split())  # one line, whatever the worker sent
+        print(f"nsfleet admin {args.admin_command}: {message}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(out.data, indent=2, sort_keys=True))
+        return 0
+    # Wide when piped, so columns are not folded at the 80 columns rich assumes then.
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
+    for renderable in out.show:
+        console.print(renderable)
+    return 0

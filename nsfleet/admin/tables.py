@@ -1,0 +1,103 @@
+"""Human-readable renderings of the admin commands' JSON (rich tables)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from nsfleet.model import PERM_INHERIT, PERM_READ, PERM_WRITE
+
+
+def _table(*columns: str, title: str) -> Table:
+    # Wide enough for the title: rich otherwise folds it to the width of narrow columns.
+    return Table(*columns, title=Text(title), min_width=len(title) + 4)
+
+
+def _row(table: Table, *cells: str) -> None:
+    # Text, not str: a cell (a KV value, say) must never be read as rich markup.
+    table.add_row(*(Text(c) for c in cells))
+
+
+def perm_text(perm: int) -> str:
+    """PermName.perm2String: "RWX" with '-' for missing bits (X = inherit)."""
+    return "".join(c if perm & bit else "-"
+                   for c, bit in (("R", PERM_READ), ("W", PERM_WRITE), ("X", PERM_INHERIT)))
+
+
+def role(broker_id: int) -> str:
+    return "MASTER" if broker_id == 0 else "SLAVE"
+
+
+def seconds_text(ms: float) -> str:
+    return f"{ms / 1000:.1f} s"
+
+
+def _addrs_text(addrs: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(addrs.items(), key=lambda kv: int(kv[0])))
+
+
+def cluster_table(info: dict[str, Any], live: list[dict[str, Any]]) -> Table:
+    """clusterList: one row per broker of every group, with its last heartbeat."""
+    beats = {(b["clusterName"], b["brokerAddr"]): b for b in live}
+    now = time.time() * 1000
+    table = _table("Cluster", "Broker Name", "BID", "Role", "Addr", "Zone", "Last Heartbeat",
+                   title="Clusters")
+    groups = info.get("brokerAddrTable", {})
+    for cluster, names in sorted(info.get("clusterAddrTable", {}).items()):
+        for name in sorted(names):
+            group = groups.get(name) or {}
+            addrs = group.get("brokerAddrs") or {}
+            if not addrs:  # a group left behind without members (Java shows it too)
+                _row(table, cluster, name, "-", "-", "-", group.get("zoneName") or "", "-")
+            for bid, addr in sorted(addrs.items(), key=lambda kv: int(kv[0])):
+                beat = beats.get((cluster, addr))
+                age = seconds_text(now - beat["lastUpdateTimestamp"]) + " ago" if beat else "-"
+                _row(table, cluster, name, str(bid), role(int(bid)), addr,
+                     group.get("zoneName") or "", age)
+    return table
+
+
+def broker_table(brokers: list[dict[str, Any]]) -> Table:
+    now = time.time() * 1000
+    table = _table("Cluster", "Broker Name", "BID", "Role", "Addr", "Last Heartbeat",
+                   "Expires In", "Timeout", "DV Counter", title=f"Live brokers ({len(brokers)})")
+    for b in brokers:
+        dv = b.get("dataVersion") or {}
+        _row(table, b["clusterName"], b["brokerName"], str(b["brokerId"]),
+             role(int(b["brokerId"])), b["brokerAddr"],
+             seconds_text(now - b["lastUpdateTimestamp"]) + " ago",
+             seconds_text(b["deadline"] - now), seconds_text(b["heartbeatTimeoutMillis"]),
+             str(dv.get("counter", 0)))
+    return table
+
+
+def route_tables(topic: str, route: dict[str, Any]) -> list[Table]:
+    """topicRoute -l: the queue datas joined with their broker groups."""
+    groups = {b["brokerName"]: b for b in route.get("brokerDatas", [])}
+    queues = _table("Cluster", "Broker Name", "Broker Addrs", "Read", "Write", "Perm",
+                    "Sys Flag", title=f"Route of {topic}")
+    for q in sorted(route.get("queueDatas", []), key=lambda q: q["brokerName"]):
+        group = groups.get(q["brokerName"], {})
+        _row(queues, group.get("cluster", "-"), q["brokerName"],
+             _addrs_text(group.get("brokerAddrs", {})), str(q["readQueueNums"]),
+             str(q["writeQueueNums"]), perm_text(q["perm"]), str(q.get("topicSysFlag", 0)))
+    if route.get("orderTopicConf"):
+        queues.caption = Text(f"orderTopicConf: {route['orderTopicConf']}")
+    return [queues]
+
+
+def list_table(title: str, column: str, items: list[str]) -> Table:
+    table = _table(column, title=f"{title} ({len(items)})")
+    for item in items:
+        _row(table, item)
+    return table
+
+
+def pairs_table(title: str, columns: tuple[str, str], rows: list[tuple[str, str]]) -> Table:
+    table = _table(*columns, title=title)
+    for a, b in rows:
+        _row(table, a, b)
+    return table

@@ -1,0 +1,205 @@
+"""``nsfleet admin``: every command's table and --json output against real workers, failover
+across --server, and one-line errors with a non-zero exit status."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from nsfleet.cli import main
+from nsfleet.redis_server import RedisServer, free_port
+from tests.integration.fleet import Fleet
+
+pytestmark = pytest.mark.redis
+
+TOPICS = {"TopicTest": {"readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
+          "%RETRY%GID_test": {"readQueueNums": 1, "writeQueueNums": 1, "perm": 6},
+          "TBW102": {"readQueueNums": 8, "writeQueueNums": 8, "perm": 7}}
+BROKERS = [("DefaultCluster", "broker-a", 0, "10.0.0.1:10911"),
+           ("DefaultCluster", "broker-a", 1, "10.0.0.2:10911"),
+           ("OtherCluster", "broker-b", 0, "10.0.0.3:10911")]
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_server: RedisServer) -> Iterator[Fleet]:
+    """Two workers and three registered brokers; tests that write use their own names."""
+    with Fleet(redis_server.url, workers=2) as f:
+        for cluster, name, broker_id, addr in BROKERS:
+            f.post("/v1/brokers/register", {
+                "clusterName": cluster, "brokerName": name, "brokerId": broker_id,
+                "brokerAddr": addr, "haServerAddr": addr.replace("10911", "10912"),
+                "topicConfigTable": TOPICS if name == "broker-a" else {
+                    "TopicTest": TOPICS["TopicTest"], "OnlyB": TOPICS["TopicTest"]}})
+        yield f
+
+
+def _run(capsys: pytest.CaptureFixture[str], fleet: Fleet, *argv: str) -> tuple[int, str, str]:
+    code = main(["admin", "--server", fleet.servers, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], fleet: Fleet, *argv: str) -> Any:
+    code, out, err = _run(capsys, fleet, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_cluster_list(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "cluster-list")
+    assert code == 0
+    for text in ("DefaultCluster", "OtherCluster", "broker-a", "broker-b", "MASTER", "SLAVE",
+                 "10.0.0.2:10911", "s ago"):
+        assert text in out
+    data = _json(capsys, fleet, "cluster-list")
+    assert data == fleet.get("/v1/cluster-info")
+    assert sorted(data["clusterAddrTable"]) == ["DefaultCluster", "OtherCluster"]
+
+
+def test_broker_list(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "broker-list")
+    assert code == 0 and "Live brokers (3)" in out and "Expires In" in out
+    assert all(addr in out for *_, addr in BROKERS)
+    brokers = _json(capsys, fleet, "broker-list")["brokers"]
+    assert [b["brokerAddr"] for b in brokers] == [addr for *_, addr in BROKERS]
+    assert all(b["deadline"] - b["lastUpdateTimestamp"] == 120_000 for b in brokers)
+
+
+def test_topic_route_and_topic_cluster_list(fleet: Fleet,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "topic-route", "TopicTest")
+    assert code == 0 and "Route of TopicTest" in out
+    assert "0=10.0.0.1:10911, 1=10.0.0.2:10911" in out and "RW-" in out
+    route = _json(capsys, fleet, "topic-route", "TopicTest")
+    assert {q["brokerName"] for q in route["queueDatas"]} == {"broker-a", "broker-b"}
+    retry = _json(capsys, fleet, "topic-route", "%RETRY%GID_test")  # '%' is URL-encoded
+    assert retry["queueDatas"][0]["writeQueueNums"] == 1
+    code, out, _ = _run(capsys, fleet, "topic-route", "TBW102")
+    assert "RWX" in out
+    code, out, _ = _run(capsys, fleet, "topic-cluster-list", "TopicTest")
+    assert code == 0 and "DefaultCluster" in out and "OtherCluster" in out
+    assert _json(capsys, fleet, "topic-cluster-list", "OnlyB") == {"clusterList": ["OtherCluster"]}
+
+
+def test_topic_list(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "topic-list")
+    assert code == 0 and "TopicTest" in out and "%RETRY%GID_test" in out
+    assert set(_json(capsys, fleet, "topic-list")["topicList"]) >= {"TopicTest", "OnlyB",
+                                                                   "TBW102"}
+    code, out, _ = _run(capsys, fleet, "topic-list", "--cluster", "OtherCluster")
+    assert code == 0 and "Topics of cluster OtherCluster (2)" in out
+    assert _json(capsys, fleet, "topic-list", "-c", "OtherCluster") == {
+        "topicList": ["OnlyB", "TopicTest"]}
+
+
+def test_delete_topic(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    broker = {"clusterName": "DelCluster", "brokerName": "broker-del", "brokerId": 0,
+              "brokerAddr": "10.9.0.1:10911"}
+    fleet.post("/v1/brokers/register", {**broker, "topicConfigTable": {
+        "DelA": TOPICS["TopicTest"], "DelB": TOPICS["TopicTest"]}})
+    code, out, _ = _run(capsys, fleet, "delete-topic", "DelA", "--cluster", "DelCluster")
+    assert code == 0 and "deleted topic DelA in cluster DelCluster: 1 queue data removed" in out
+    assert _json(capsys, fleet, "delete-topic", "DelB") == {"removedQueueDatas": 1}
+    assert _json(capsys, fleet, "delete-topic", "DelA") == {"removedQueueDatas": 0}
+    code, _, err = _run(capsys, fleet, "topic-route", "DelA")
+    assert code == 1 and "No topic route info" in err
+    fleet.post("/v1/brokers/unregister", broker)
+
+
+def test_kv(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "kv", "put", "cli-ns", "k1", "v[1] x")
+    assert code == 0 and "put cli-ns k1 = v[1] x" in out
+    assert _json(capsys, fleet, "kv", "put", "cli-ns", "k2", "two") == {"changed": True}
+    code, out, _ = _run(capsys, fleet, "kv", "get", "cli-ns", "k1")
+    assert (code, out) == (0, "v[1] x\n")  # values are never read as rich markup
+    assert _json(capsys, fleet, "kv", "get", "cli-ns", "k2") == {"value": "two"}
+    code, out, _ = _run(capsys, fleet, "kv", "list", "cli-ns")
+    assert code == 0 and "v[1] x" in out and "two" in out
+    assert _json(capsys, fleet, "kv", "list", "cli-ns") == {"table": {"k1": "v[1] x",
+                                                                      "k2": "two"}}
+    code, out, _ = _run(capsys, fleet, "kv", "delete", "cli-ns", "k1")
+    assert code == 0 and "deleted cli-ns k1" in out
+    assert _json(capsys, fleet, "kv", "delete", "cli-ns", "k1") == {"deleted": False}
+    code, out, err = _run(capsys, fleet, "kv", "get", "cli-ns", "k1")
+    assert code == 1 and out == ""
+    assert err == "nsfleet admin kv: No config item, Namespace: cli-ns Key: k1\n"
+
+
+def test_order_conf(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "order-conf", "put", "TopicTest", "broker-a:4;broker-b:4")
+    assert code == 0 and "ORDER_TOPIC_CONFIG TopicTest" in out
+    assert _json(capsys, fleet, "order-conf", "get", "TopicTest") == {
+        "value": "broker-a:4;broker-b:4"}
+    assert fleet.get("/v1/kv/ORDER_TOPIC_CONFIG/TopicTest") == {"value": "broker-a:4;broker-b:4"}
+    code, _, err = _run(capsys, fleet, "order-conf", "put", "TopicTest", "broker-a")
+    assert code == 1 and "not brokerName:queueNums" in err
+    code, out, _ = _run(capsys, fleet, "order-conf", "delete", "TopicTest")
+    assert code == 0 and "deleted ORDER_TOPIC_CONFIG TopicTest" in out
+    code, _, err = _run(capsys, fleet, "order-conf", "get", "TopicTest")
+    assert code == 1 and "No config item" in err
+
+
+def test_write_perm(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, fleet, "wipe-write-perm", "broker-b")
+    assert code == 0 and "wiped the write perm of broker broker-b in 2 topics" in out
+    route = _json(capsys, fleet, "topic-route", "OnlyB")
+    assert route["queueDatas"][0]["perm"] == 4
+    assert _json(capsys, fleet, "add-write-perm", "broker-b") == {"addTopicCount": 2}
+    code, out, _ = _run(capsys, fleet, "add-write-perm", "broker-b")
+    assert code == 0 and "added the write perm of broker broker-b in 2 topics" in out
+    assert _json(capsys, fleet, "wipe-write-perm", "no-such-broker") == {"wipeTopicCount": 0}
+
+
+def test_options_after_the_command_and_failover(fleet: Fleet,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    code = main(["admin", "topic-list", "--json", "--server", f"{dead},{fleet.urls[1]}"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "TopicTest" in json.loads(out)["topicList"]
+    code = main(["admin", "--json", "kv", "get", "-n", f"{dead},{fleet.urls[0]}", "cli-ns",
+                 "k2"])
+    assert code == 0 and json.loads(capsys.readouterr().out) == {"value": "two"}
+
+
+class _Unavailable(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"code": 503, "error": "draining"}'
+        self.send_response(503)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = _run(capsys, fleet, "topic-route", "NoSuchTopic")
+    assert code == 1 and out == ""
+    assert err == ("nsfleet admin topic-route: No topic route info in name server for the "
+                   "topic: NoSuchTopic\n")
+    code, _, err = _run(capsys, fleet, "topic-route", "bad topic")
+    assert code == 1 and err.count("\n") == 1 and "does not match" in err
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dead = f"http://127.0.0.1:{free_port()}"
+        monkeypatch.setenv("NSFLEET_SERVER", f"{dead},http://127.0.0.1:{server.server_port}")
+        code = main(["admin", "cluster-list"])
+        _, err = capsys.readouterr()
+        assert code == 1 and err.count("\n") == 1
+        assert err.startswith("nsfleet admin cluster-list: no nsfleet worker answered")
+        assert "503 draining" in err
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(SystemExit) as info:  # usage errors are argparse's: status 2
+        main(["admin", "kv", "put", "only-namespace"])
+    assert info.value.code == 2
