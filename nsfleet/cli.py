@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from nsfleet import __version__, admin, config, simulate
+from nsfleet.analytics import cli as analytics_cli
 from nsfleet.validation import ValidationError
 
 
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
     admin.add_parser(sub)
     simulate.add_parser(sub)
+    analytics_cli.add_parser(sub).set_defaults(func=analytics_cli.run)
     return parser
 
 

@@ -1,0 +1,90 @@
+"""The four row tables as Spark sees them: column names, value types and key prefixes.
+
+One definition serves the ``nsfleet`` data source, the spark-redis schemas in docs/spark.md and
+the tests, so a field added to a row in the Lua scripts needs adding here once. Types follow the
+Java fields they mirror: ``long`` for ids, timestamps and versions, ``int`` for queue numbers and
+perm, ``boolean`` for ``enableActingMaster``. Everything stored as "" (no zone, no HA address) is
+read back as "" - the data source returns what Redis holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from nsfleet.keys import Keys
+
+KEY_COLUMN = "_key"
+"""Default name of the column holding the key suffix after the table prefix (e.g. for a queue row
+``<topic>:<brokerName>``). Not ``key``: the kv table has a field of that name."""
+
+
+class Kind(StrEnum):
+    """A column's value type, spelled as Spark DDL."""
+
+    STRING = "string"
+    INT = "int"
+    LONG = "bigint"
+    BOOLEAN = "boolean"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    kind: Kind
+
+
+_S, _I, _L, _B = Kind.STRING, Kind.INT, Kind.LONG, Kind.BOOLEAN
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "brokers": tuple(Column(n, k) for n, k in (
+        ("cluster", _S), ("brokerAddr", _S), ("brokerName", _S), ("brokerId", _L),
+        ("haServerAddr", _S), ("lastUpdateTimestamp", _L), ("heartbeatTimeoutMillis", _L),
+        ("dataVersionCounter", _L), ("dataVersionTimestamp", _L), ("stateVersion", _L),
+        ("zoneName", _S))),
+    "groups": tuple(Column(n, k) for n, k in (
+        ("cluster", _S), ("brokerName", _S), ("enableActingMaster", _B), ("zoneName", _S))),
+    "queues": tuple(Column(n, k) for n, k in (
+        ("topic", _S), ("brokerName", _S), ("readQueueNums", _I), ("writeQueueNums", _I),
+        ("perm", _I), ("topicSysFlag", _I))),
+    "kv": tuple(Column(n, k) for n, k in (("namespace", _S), ("key", _S), ("value", _S))),
+}
+
+KEY_SUFFIX = {
+    "brokers": "<cluster>:<brokerAddr>",
+    "groups": "<brokerName>",
+    "queues": "<topic>:<brokerName>",
+    "kv": "<namespace>:<key> (':' as %3A, '%' as %25)",
+}
+"""What the key column holds per table (documentation and error messages)."""
+
+
+def columns(table: str) -> tuple[Column, ...]:
+    try:
+        return TABLES[table]
+    except KeyError:
+        raise ValueError(f"unknown table {table!r}; expected one of {', '.join(TABLES)}") from None
+
+
+def ddl(table: str, key_column: str = KEY_COLUMN) -> str:
+    """The table's Spark schema as DDL, the key column last."""
+    return ", ".join([f"{c.name} {c.kind}" for c in columns(table)] + [f"{key_column} string"])
+
+
+def pattern(namespace: str, table: str) -> str:
+    """SCAN MATCH pattern of the table's rows (also spark-redis' ``keys.pattern``)."""
+    columns(table)
+    return Keys(namespace).table_pattern(table)
+
+
+def prefix(namespace: str, table: str) -> str:
+    """The key prefix stripped to get the key column: the pattern without its trailing '*'."""
+    return pattern(namespace, table)[:-1]
+
+
+def spark_redis_options(namespace: str, table: str, key_column: str = KEY_COLUMN
+                        ) -> dict[str, str]:
+    """Options that make spark-redis (``format("org.apache.spark.sql.redis")``, Spark 3.x) read
+    the table; pass ``ddl(table, key_column)`` as the schema. Connection options (``host``,
+    ``port``, ``auth``, ``dbNum``) come on top."""
+    return {"keys.pattern": pattern(namespace, table), "key.column": key_column}
