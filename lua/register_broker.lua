@@ -67,6 +67,7 @@ if register_first then
 end
 if meta[1] ~= acting or (meta[2] or '') ~= zone then
   rcall('HSET', gkey, 'enableActingMaster', acting, 'zoneName', zone)
+  touch_none()  -- the cluster tables changed, even for a group without topics
   for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
 end
 
@@ -132,6 +133,7 @@ if is_master or is_prime_slave then
     end
   end
 end
+if members_changed then touch_none() end
 if members_changed or not was_live then
   for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
 end

@@ -2,7 +2,9 @@
   Unregister a broker (UNREGISTER_BROKER, or a closed broker connection) with the full cascade of
   includes/cascade.lua. Applied synchronously, so there is no batch queue to race with a fresh
   registration (apache/rocketmq#11043); a connection-close unregister is also fenced by the
-  registration generation it saw.
+  registration generation it saw. The live row of (cluster, addr) is removed only while that
+  address's registration record names ARGV[3] (or is gone): an address since registered in
+  another group keeps that registration alive.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] clusterName   ARGV[2] brokerAddr   ARGV[3] brokerName

@@ -6,7 +6,8 @@ before any script runs, so a rejected call writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +58,9 @@ class BrokerRegistration:
         validation.name(self.name, "brokerName")
         validation.broker_id(self.broker_id)
         validation.optional_addr(self.ha_server_addr, "haServerAddr")
-        if self.zone_name:
-            # A stored value, never a key component: any printable text (Java takes any string;
-            # fixture B of RocketMQ's own tests uses the broker address, "host:port").
-            if not isinstance(self.zone_name, str) or len(self.zone_name) > validation.NAME_MAX_LEN \
-                    or not self.zone_name.isprintable():
-                raise validation.ValidationError(
-                    "zoneName", f"must be printable text of at most {validation.NAME_MAX_LEN} "
-                                "characters")
+        if self.zone_name and not _valid_zone(self.zone_name):
+            raise validation.ValidationError(
+                "zoneName", f"must be printable, at most {validation.NAME_MAX_LEN} characters")
         if self.heartbeat_timeout_millis is not None:
             validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
                                86_400_000)
@@ -103,6 +99,12 @@ class SweepResult:
     removed: list[tuple[str, str, str]]  # (cluster, addr, brokerName)
 
 
+def _valid_zone(zone: object) -> bool:
+    """zoneName is a stored value, never a key component: any printable text will do (Java takes
+    any string; RocketMQ's own fixture B passes the broker address, "host:port")."""
+    return isinstance(zone, str) and len(zone) <= validation.NAME_MAX_LEN and zone.isprintable()
+
+
 def _flag(b: bool) -> str:
     return "1" if b else "0"
 
@@ -118,7 +120,10 @@ def _members(flat: Sequence[str]) -> dict[int, str]:
 class RouteStore:
     """Async access to one namespace's route tables."""
 
-    def __init__(self, redis: RedisClient, namespace: str = "default") -> None:
+    def __init__(self, redis: RedisClient, namespace: str = "default", *,
+                 on_script: Callable[[str, float], None] | None = None) -> None:
+        """``on_script(name, seconds)`` is told the duration of every script call (metrics)."""
+        self.on_script = on_script
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
@@ -132,7 +137,12 @@ class RouteStore:
             script.sha = await self.redis.script_load(script.script)
 
     async def _call(self, name: str, args: Iterable[Any] = (), keys: Sequence[str] = ()) -> Any:
-        return await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
+        started = time.perf_counter()
+        try:
+            return await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
+        finally:
+            if self.on_script is not None:
+                self.on_script(name, time.perf_counter() - started)
 
     # --- brokers -------------------------------------------------------------------------------
 
@@ -335,7 +345,11 @@ class RouteStore:
     async def kv_list(self, namespace: str) -> dict[str, str] | None:
         """The namespace's table, or None when the namespace never existed."""
         validation.kv_part(namespace, "namespace")
-        pipe = self.redis.pipeline(transaction=True)
+        # No MULTI: RedisCluster clients before redis-py 6 refuse transactional pipelines. The
+        # order makes the two reads safe anyway: a namespace never disappears and kv_put adds
+        # it before its key, so "exists" read first and the table read second always describe
+        # a state that existed.
+        pipe = self.redis.pipeline(transaction=False)
         pipe.sismember(self.keys.kv_namespaces, namespace)
         pipe.hgetall(self.keys.kv_table(namespace))
         exists, table = await pipe.execute()

@@ -1,11 +1,13 @@
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + cleanTopicByUnRegisterRequests, §3.4):
-  live row, registration record, deadline and filter servers of (cluster, addr); every member entry
-  of group `name` with that address (whatever its id); an emptied group leaves its cluster, an
-  emptied cluster leaves the cluster set; the queue data of a removed group is deleted from every
-  topic it served and topics left empty are dropped; a reduced group with enableActingMaster and
-  no master loses the write perm on its queue data. Cost: O(topics of the group).
+  the live row, registration record, deadline and filter servers of (cluster, addr), while that
+  address's registration record names group `name` (or is gone); every member entry of group
+  `name` with that address (whatever its id); an emptied group leaves every cluster that lists
+  it, an emptied cluster leaves the cluster set; the queue data of a removed group is deleted
+  from every topic it served and topics left empty are dropped; a reduced group with
+  enableActingMaster and no master loses the write perm on its queue data.
+  Cost: O(topics of the group + clusters).
   Needs keys.lua and changes.lua; uses KEYS[1] through them and takes no ARGV[i] of its own.
 ]]
 local function drop_queue(topic, name)
@@ -29,9 +31,17 @@ end
 
 -- Returns 1 when the group was removed, 0 when it was reduced or unknown.
 local function remove_broker(cluster, addr, name)
-  rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr))
-  if rcall('DEL', k_filters(cluster, addr)) == 1 then touch_all() end
-  rcall('ZREM', k_deadlines(), live_member(cluster, addr))
+  -- The live row, registration record, filter servers and deadline of (cluster, addr) belong to
+  -- the group that registered that address last. A removal naming another group (the address
+  -- has since registered elsewhere, or the caller named the wrong group) leaves them alone:
+  -- deleting them would hide the owner's member from its routes for good, as nothing would
+  -- ever expire or sweep it.
+  local owner = rcall('HGET', k_reg(cluster, addr), 'brokerName')
+  if not owner or owner == name then
+    rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr))
+    if rcall('DEL', k_filters(cluster, addr)) == 1 then touch_all() end
+    rcall('ZREM', k_deadlines(), live_member(cluster, addr))
+  end
   if name == nil or name == '' then return 0 end
   local mkey = k_members(name)
   if rcall('EXISTS', k_group(name)) == 0 then return 0 end
@@ -50,12 +60,20 @@ local function remove_broker(cluster, addr, name)
   if remaining == 0 then
     for _, topic in ipairs(topics) do drop_queue(topic, name) end
     rcall('DEL', k_group(name), mkey, k_broker_topics(name))
-    rcall('SREM', k_cluster(cluster), name)
-    if rcall('SCARD', k_cluster(cluster)) == 0 then rcall('SREM', k_clusters(), cluster) end
+    -- brokerName is global: the group leaves every cluster that lists it, not only the one the
+    -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
+    for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do
+      if rcall('SREM', k_cluster(c), name) == 1 and rcall('SCARD', k_cluster(c)) == 0 then
+        rcall('SREM', k_clusters(), c)
+      end
+    end
     touch_all()
     return 1
   end
-  if removed then touch_topics(topics) end
+  if removed then
+    touch_none()  -- the cluster tables changed, even for a group without topics
+    touch_topics(topics)
+  end
   if not has_master and rcall('HGET', k_group(name), 'enableActingMaster') == 'true' then
     clear_write_perm(name)
   end

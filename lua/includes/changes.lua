@@ -1,5 +1,6 @@
 --[[
-  Change counters. Every script that changes route-visible state records the topics it touched
+  Change counters. Every script that changes route-visible state or the cluster tables (what
+  GET_BROKER_CLUSTER_INFO and the topic list show) records the topics it touched
   and calls publish_changes once at the end: P:rev is bumped, each touched topic's rev is set to
   the new global rev (so a re-created topic never reuses an old ETag), and "<rev> <topics|*>" is
   published on P:changes for the workers' route caches and long-polls ("<rev> " alone when no
@@ -13,7 +14,8 @@ local function touch_topic(topic) changed_topics[topic] = true end
 local function touch_topics(list) for _, t in ipairs(list) do changed_topics[t] = true end end
 -- A change that may alter any route (group removed, filter servers, cluster tables).
 local function touch_all() changed_all = true end
--- A change no route shows (KV outside ORDER_TOPIC_CONFIG): bump the counter only.
+-- A change no route shows (the cluster tables of a group without topics, KV outside
+-- ORDER_TOPIC_CONFIG): bump the counter only.
 local function touch_none() changed_any = true end
 
 local function publish_changes()
