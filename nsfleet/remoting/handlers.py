@@ -7,13 +7,16 @@ same response codes, remarks, extFields and body encodings. Header fields are re
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from nsfleet import validation
+from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.model import DataVersion, QueueData, TopicRouteData
 from nsfleet.nameserver import FeatureDisabled, NameServer
-from nsfleet.namesrv_config import BlacklistedKey, parse_bool
+from nsfleet.namesrv_config import BlacklistedKey
 from nsfleet.remoting.bodies import (
     BodyDecodeError,
     crc32,
@@ -43,24 +46,48 @@ class Connection:
 Handler = Callable[[NameServer, RemotingCommand, Connection], Awaitable[RemotingCommand]]
 
 
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
 def ext(cmd: RemotingCommand, name: str) -> str | None:
     return (cmd.ext_fields or {}).get(name)
 
 
-def ext_long(cmd: RemotingCommand, name: str) -> int | None:
-    """Long.parseLong, with Java's lenient header decoding: bad numbers become null."""
-    raw = ext(cmd, name)
-    if raw is None:
+def java_str(value: object) -> str:
+    """String concatenation in Java: a null prints as "null"."""
+    return "null" if value is None else str(value)
+
+
+def _parse_java_integer(raw: str | None, lo: int, hi: int) -> int | None:
+    """Long.parseLong / Integer.parseInt: an optional sign and ASCII digits, nothing else (no
+    whitespace), within range. decodeCommandCustomHeaderDirectly swallows a failure and leaves
+    the field null (or at its default)."""
+    if raw is None or not _JAVA_INTEGER.fullmatch(raw):
         return None
     try:
-        return int(raw.strip()) if raw.strip().lstrip("+-").isdigit() else None
-    except ValueError:
+        value = int(raw)
+    except ValueError:  # past Python's int-from-string digit limit: far out of range anyway
         return None
+    return value if lo <= value <= hi else None
+
+
+def ext_long(cmd: RemotingCommand, name: str) -> int | None:
+    """A ``Long`` header field: null when missing or not a valid Java long."""
+    return _parse_java_integer(ext(cmd, name), _LONG_MIN, _LONG_MAX)
+
+
+def ext_int(cmd: RemotingCommand, name: str) -> int | None:
+    """An ``Integer`` header field: null when missing or not a valid Java int."""
+    return _parse_java_integer(ext(cmd, name), _INT_MIN, _INT_MAX)
 
 
 def ext_bool(cmd: RemotingCommand, name: str) -> bool | None:
+    """A ``Boolean`` header field: Boolean.parseBoolean, so only a case-insensitive "true"
+    (no surrounding whitespace) is true."""
     raw = ext(cmd, name)
-    return None if raw is None else parse_bool(raw)
+    return None if raw is None else raw.lower() == "true"
 
 
 def ok(cmd: RemotingCommand, ext_fields: dict[str, str] | None = None,
@@ -80,38 +107,76 @@ def _identity(cmd: RemotingCommand) -> tuple[str, str, str]:
             validation.name(ext(cmd, "brokerName"), "brokerName"))
 
 
+def _live_key(cmd: RemotingCommand) -> tuple[str, str] | None:
+    """(clusterName, brokerAddr) when both are valid. Registration validates them, so any other
+    value cannot name a known broker: Java's lookup would simply find nothing."""
+    try:
+        return (validation.name(ext(cmd, "clusterName"), "clusterName"),
+                validation.addr(ext(cmd, "brokerAddr")))
+    except ValidationError:
+        return None
+
+
+def _valid_name(value: str | None) -> str | None:
+    """A brokerName that can exist (registration validates names), else None."""
+    try:
+        return validation.name(value, "brokerName")
+    except ValidationError:
+        return None
+
+
+def _valid_kv_part(value: str | None) -> str | None:
+    """A KV namespace or key that can have been stored (writes validate them), else None."""
+    try:
+        return validation.kv_part(value, "namespace")
+    except ValidationError:
+        return None
+
+
 # --- KV config -----------------------------------------------------------------------------------
 
 async def put_kv_config(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-    namespace, key = ext(cmd, "namespace"), ext(cmd, "key")
+    namespace, key, value = ext(cmd, "namespace"), ext(cmd, "key"), ext(cmd, "value")
     if namespace is None or key is None:
         return error(cmd, ResponseCode.SYSTEM_ERROR, "namespace or key is null")
-    await ns.store.kv_put(namespace, key, ext(cmd, "value") or "")
+    if value is None:
+        # Java puts a null value: the namespace exists, GET finds nothing and the KVTable leaves
+        # the key out (fastjson drops null map values). The store keeps strings only, so create
+        # the namespace and drop the key, which reads back the same.
+        await ns.store.kv_put(namespace, key, "")
+        await ns.store.kv_delete(namespace, key)
+        return ok(cmd)
+    await ns.store.kv_put(namespace, key, value)
     return ok(cmd)
 
 
 async def get_kv_config(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
     namespace, key = ext(cmd, "namespace"), ext(cmd, "key")
-    value = await ns.store.kv_get(namespace, key) if namespace and key else None
+    valid_ns, valid_key = _valid_kv_part(namespace), _valid_kv_part(key)
+    value = await ns.store.kv_get(valid_ns, valid_key) if valid_ns and valid_key else None
     if value is None:
+        # The response header class is set even here, so Java sends "extFields":{}.
         return error(cmd, ResponseCode.QUERY_NOT_FOUND,
-                     f"No config item, Namespace: {namespace} Key: {key}", {})
+                     f"No config item, Namespace: {java_str(namespace)} Key: {java_str(key)}", {})
     return ok(cmd, {"value": value})
 
 
 async def delete_kv_config(ns: NameServer, cmd: RemotingCommand,
                            conn: Connection) -> RemotingCommand:
     namespace, key = ext(cmd, "namespace"), ext(cmd, "key")
-    if namespace and key:
-        await ns.store.kv_delete(namespace, key)
-    return ok(cmd)
+    valid_ns, valid_key = _valid_kv_part(namespace), _valid_kv_part(key)
+    if valid_ns and valid_key:
+        await ns.store.kv_delete(valid_ns, valid_key)
+    return ok(cmd)  # always SUCCESS
 
 
 async def get_kv_list(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
     namespace = ext(cmd, "namespace")
-    table = await ns.store.kv_list(namespace) if namespace else None
+    valid_ns = _valid_kv_part(namespace)
+    table = await ns.store.kv_list(valid_ns) if valid_ns else None
     if table is None:
-        return error(cmd, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
+        return error(cmd, ResponseCode.QUERY_NOT_FOUND,
+                     f"No config item, Namespace: {java_str(namespace)}")
     return ok(cmd, body=dumps_legacy({"table": table}))
 
 
@@ -119,9 +184,11 @@ async def get_kv_list(ns: NameServer, cmd: RemotingCommand, conn: Connection) ->
 
 async def register_broker(ns: NameServer, cmd: RemotingCommand,
                           conn: Connection) -> RemotingCommand:
-    expected = ext_long(cmd, "bodyCrc32") or 0
+    # Every answer, errors included, carries the RegisterBrokerResponseHeader class, so Java
+    # writes "extFields":{} even when nothing is set.
+    expected = ext_int(cmd, "bodyCrc32") or 0  # Integer, default 0: 0 skips the check
     if expected != 0 and crc32(cmd.body) != expected:
-        return error(cmd, ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        return error(cmd, ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
     try:
         body = decode_register_body(cmd.body, bool(ext_bool(cmd, "compressed")), cmd.version)
     except BodyDecodeError as exc:
@@ -145,15 +212,21 @@ async def register_broker(ns: NameServer, cmd: RemotingCommand,
         result = await ns.register_broker(reg,
                                           static_topics=bool(body.topic_queue_mapping_info))
     except RegistrationRejected:
-        return error(cmd, ResponseCode.SYSTEM_ERROR, "register broker failed")
-    if not result.fenced:
+        return error(cmd, ResponseCode.SYSTEM_ERROR, "register broker failed", {})
+    kv_table = result.kv_table
+    if result.fenced:
+        # Java's fenced registration returns an empty (non-null) result, and the processor still
+        # attaches the ORDER_TOPIC_CONFIG table to it.
+        if ns.config.flag("returnOrderTopicConfigToBroker"):
+            kv_table = await ns.store.kv_list(ORDER_TOPIC_CONFIG)
+    else:
         conn.registrations[(cluster, addr)] = (name, result.generation)
     header: dict[str, str] = {}
     if result.master_addr:
         header["masterAddr"] = result.master_addr
     if result.ha_server_addr:
         header["haServerAddr"] = result.ha_server_addr
-    payload = dumps_legacy({"table": result.kv_table}) if result.kv_table is not None else None
+    payload = dumps_legacy({"table": kv_table}) if kv_table is not None else None
     return ok(cmd, header, payload)
 
 
@@ -167,41 +240,47 @@ async def unregister_broker(ns: NameServer, cmd: RemotingCommand,
 
 async def broker_heartbeat(ns: NameServer, cmd: RemotingCommand,
                            conn: Connection) -> RemotingCommand:
-    cluster, addr = ext(cmd, "clusterName"), ext(cmd, "brokerAddr")
-    if cluster and addr:
-        await ns.store.heartbeat(cluster, addr)
-    return ok(cmd)
+    live = _live_key(cmd)
+    if live is not None:
+        await ns.store.heartbeat(*live)
+    return ok(cmd)  # always SUCCESS, known broker or not
 
 
 async def query_data_version(ns: NameServer, cmd: RemotingCommand,
                              conn: Connection) -> RemotingCommand:
-    cluster, addr = ext(cmd, "clusterName"), ext(cmd, "brokerAddr")
-    dv = DataVersion.from_dict(loads_lenient(cmd.body)) if cmd.body else None
-    changed, stored = True, None
-    if cluster and addr:
-        changed, stored = await ns.store.query_data_version(cluster, addr, dv or DataVersion())
-        changed = changed or dv is None
+    parsed = loads_lenient(cmd.body) if cmd.body else None
+    if parsed is not None and not isinstance(parsed, dict):
+        raise ValidationError("body", "must be a DataVersion JSON object")
+    dv = DataVersion.from_dict(parsed) if parsed is not None else None
+    changed, stored = True, None  # an unknown broker: stored == null, so changed
+    live = _live_key(cmd)
+    if live is not None:
+        changed, stored = await ns.store.query_data_version(*live, dv or DataVersion())
+        changed = changed or dv is None  # stored.equals(null) is false
     body = dumps_legacy(stored.to_dict()) if stored is not None else None
     return ok(cmd, {"changed": "true" if changed else "false"}, body)
 
 
 async def wipe_write_perm(ns: NameServer, cmd: RemotingCommand,
                           conn: Connection) -> RemotingCommand:
-    name = validation.name(ext(cmd, "brokerName"), "brokerName")
-    return ok(cmd, {"wipeTopicCount": str(await ns.store.wipe_write_perm(name))})
+    name = _valid_name(ext(cmd, "brokerName"))  # any other name has no topics: count 0
+    count = await ns.store.wipe_write_perm(name) if name is not None else 0
+    return ok(cmd, {"wipeTopicCount": str(count)})
 
 
 async def add_write_perm(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-    name = validation.name(ext(cmd, "brokerName"), "brokerName")
-    return ok(cmd, {"addTopicCount": str(await ns.store.add_write_perm(name))})
+    name = _valid_name(ext(cmd, "brokerName"))
+    count = await ns.store.add_write_perm(name) if name is not None else 0
+    return ok(cmd, {"addTopicCount": str(count)})
 
 
 async def get_broker_member_group(ns: NameServer, cmd: RemotingCommand,
                                   conn: Connection) -> RemotingCommand:
     cluster, name = ext(cmd, "clusterName"), ext(cmd, "brokerName")
     addrs: dict[int, str] = {}
-    if name:
-        addrs = (await ns.store.broker_member_group(cluster or "", name)).broker_addrs
+    valid_name = _valid_name(name)
+    if valid_name is not None:  # always SUCCESS, possibly with an empty map
+        addrs = (await ns.store.broker_member_group(cluster or "", valid_name)).broker_addrs
     group = {"brokerAddrs": addrs, "brokerName": name, "cluster": cluster}
     return ok(cmd, body=dumps_legacy({"brokerMemberGroup": {k: v for k, v in group.items()
                                                             if v is not None}}))
@@ -230,7 +309,7 @@ async def get_route(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> R
         answer = await ns.route(topic)
     if answer is None:
         return error(cmd, ResponseCode.TOPIC_NOT_EXIST,
-                     f"No topic route info in name server for the topic: {topic}{FAQ}")
+                     f"No topic route info in name server for the topic: {java_str(topic)}{FAQ}")
     zone = ext(cmd, "__ZONE_NAME")
     if ext_bool(cmd, "__ZONE_MODE") and zone and zone.strip():
         # Java's ZoneRouteRPCHook re-encodes the filtered route with the default encoder.
@@ -271,17 +350,35 @@ async def get_system_topic_list(ns: NameServer, cmd: RemotingCommand,
 
 async def delete_topic(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
     topic, cluster = ext(cmd, "topic"), ext(cmd, "clusterName")
-    if topic and validation.TOPIC_RE.match(topic):
-        await ns.store.delete_topic(topic, cluster or None)
+    # A topic or cluster that cannot exist has nothing to delete. Always SUCCESS.
+    with contextlib.suppress(ValidationError):
+        await ns.store.delete_topic(validation.topic(topic), cluster or None)
     return ok(cmd)
 
 
 async def register_topic(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-    topic = validation.topic(ext(cmd, "topic"))
-    route = loads_lenient(cmd.body) if cmd.body else {}
+    route = loads_lenient(cmd.body) if cmd.body else None
+    if route is None:
+        return ok(cmd)
     if not isinstance(route, dict):
         raise ValidationError("body", "must be a TopicRouteData JSON object")
-    qds = [QueueData.from_dict(q) for q in route.get("queueDatas") or []]
+    raw = route.get("queueDatas") or []
+    if not isinstance(raw, list):
+        raise ValidationError("body", "queueDatas must be a list")
+    if not raw:
+        return ok(cmd)  # ignored whatever the topic, always SUCCESS
+    topic = validation.topic(ext(cmd, "topic"))
+    qds: list[QueueData] = []
+    for q in raw:
+        if not isinstance(q, dict):
+            raise ValidationError("body", "queueDatas must hold QueueData objects")
+        if _valid_name(q.get("brokerName")) is None:
+            # A broker name that cannot be registered is an unknown broker: Java ignores the
+            # whole request for a new topic and stops at it for an existing one.
+            if not await ns.store.redis.sismember(ns.store.keys.topics, topic):
+                return ok(cmd)
+            break
+        qds.append(QueueData.from_dict(q))
     if qds:
         await ns.store.register_topic(topic, qds)
     return ok(cmd)

@@ -2,7 +2,8 @@
 
 A broker group is kept when it has no master (no id 0) or its zone equals the requested zone
 (ignoring case); a dropped group loses its queue data and the filter servers of its addresses.
-A group with no addresses at all is dropped silently (its queue data stays), as in Java.
+Java skips (drops silently, keeping its queue data) only a group whose ``brokerAddrs`` is *null*;
+an empty map has no master, so such a group is kept. nsfleet's map is never null.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from nsfleet.model import MASTER_ID, TopicRouteData
 def filter_by_zone(route: TopicRouteData, zone: str) -> TopicRouteData:
     kept, dropped_names, dropped_addrs = [], set(), set()
     for b in route.broker_datas:
-        if not b.broker_addrs:
-            continue
         if MASTER_ID not in b.broker_addrs or (b.zone_name or "").lower() == zone.lower():
             kept.append(b)
         else:

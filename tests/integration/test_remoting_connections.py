@@ -1,0 +1,349 @@
+"""Connection behaviour of the remoting server: broker cleanup on close (fenced by registration
+generation), handler errors, malformed and oversized frames, partial frames, pipelining and the
+PROXY protocol prefix (reference §1.1, §2.1, §3.5)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import struct
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from nsfleet.redis_server import RedisServer
+from tests.remoting_client import (
+    JSON,
+    ROCKETMQ,
+    SUCCESS,
+    SYSTEM_ERROR,
+    TOPIC_NOT_EXIST,
+    Broker,
+    Command,
+    RemotingClient,
+    TopicConf,
+    Worker,
+    encode,
+    running_worker,
+)
+
+pytestmark = pytest.mark.redis
+
+MAX_FRAME = 4096
+MASTER = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
+                [TopicConf("T1", 4, 4), TopicConf("T2", 8, 8)])
+
+
+@pytest.fixture
+async def worker(redis_server: RedisServer) -> AsyncIterator[Worker]:
+    async with running_worker(redis_server.url, max_frame_size=MAX_FRAME) as w:
+        yield w
+
+
+@pytest.fixture
+async def healthy(worker: Worker) -> AsyncIterator[RemotingClient]:
+    """A long-lived connection that must keep being served whatever the others do."""
+    c = await worker.connect()
+    yield c
+    await c.close()
+
+
+async def route_code(client: RemotingClient, topic: str = "T1") -> int:
+    return (await client.request(105, {"topic": topic})).code
+
+
+async def open_connections(worker: Worker) -> int:
+    async with aiohttp.ClientSession() as http, http.get(f"{worker.http_url}/metrics") as resp:
+        text = await resp.text()
+    m = re.search(r"^nsfleet_remoting_connections (\S+)$", text, re.M)
+    assert m, "no connection gauge"
+    return int(float(m.group(1)))
+
+
+async def wait_connections(worker: Worker, n: int) -> None:
+    for _ in range(250):
+        if await open_connections(worker) == n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never {n} open connections")
+
+
+async def still_there(client: RemotingClient, seconds: float = 0.3) -> bool:
+    """The route survives for a while (the close-time unregister is one short script call)."""
+    end = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < end:
+        if await route_code(client) != SUCCESS:
+            return False
+        await asyncio.sleep(0.03)
+    return True
+
+
+async def gone_soon(client: RemotingClient, seconds: float = 5.0) -> bool:
+    end = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < end:
+        if await route_code(client) == TOPIC_NOT_EXIST:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+# --- broker cleanup when its connection closes ---------------------------------------------------
+
+
+async def test_closing_a_broker_connection_unregisters_it(worker: Worker,
+                                                          healthy: RemotingClient) -> None:
+    a = await worker.connect()
+    for _ in range(3):  # periodic re-registration on one connection: the newest one counts
+        assert (await a.call(MASTER.register_5x())).code == SUCCESS
+    assert await route_code(healthy) == SUCCESS
+    await a.close()
+    assert await gone_soon(healthy)
+    resp = await healthy.request(106)
+    assert resp.body == b'{"brokerAddrTable":{},"clusterAddrTable":{}}'
+
+
+async def test_close_is_fenced_by_a_newer_registration(worker: Worker,
+                                                       healthy: RemotingClient) -> None:
+    a, b = await worker.connect(), await worker.connect()
+    assert (await a.call(MASTER.register_5x())).code == SUCCESS
+    assert (await b.call(MASTER.register_5x())).code == SUCCESS  # a newer generation
+    await a.close()
+    await wait_connections(worker, 2)  # healthy and b
+    assert await still_there(healthy)
+    await b.close()
+    assert await gone_soon(healthy)
+
+
+async def test_close_is_fenced_by_a_registration_over_http(worker: Worker,
+                                                           healthy: RemotingClient) -> None:
+    a = await worker.connect()
+    assert (await a.call(MASTER.register_5x())).code == SUCCESS
+    body = {"clusterName": "c1", "brokerAddr": MASTER.addr, "brokerName": "broker-a",
+            "brokerId": 0, "dataVersion": {"counter": 1, "timestamp": 1, "stateVersion": 0},
+            "topicConfigTable": {"T1": {}, "T2": {}}}
+    async with aiohttp.ClientSession() as http, \
+            http.post(f"{worker.http_url}/v1/brokers/register", json=body) as resp:
+        assert resp.status == 200
+    await a.close()
+    await wait_connections(worker, 1)
+    assert await still_there(healthy)
+
+
+async def test_client_connections_and_unregistered_brokers_leave_routes_alone(
+        worker: Worker, healthy: RemotingClient) -> None:
+    assert (await healthy.call(MASTER.register_5x())).code == SUCCESS
+    reader = await worker.connect()
+    assert await route_code(reader) == SUCCESS
+    await reader.close()  # a client, not a broker
+    other = await worker.connect()
+    assert (await other.call(MASTER.unregister())).code == SUCCESS
+    assert (await other.call(MASTER.register_5x())).code == SUCCESS
+    assert (await other.call(MASTER.unregister())).code == SUCCESS  # forgets it
+    assert (await healthy.call(MASTER.register_5x())).code == SUCCESS
+    await other.close()
+    await wait_connections(worker, 1)
+    assert await still_there(healthy)
+
+
+# --- handler errors ------------------------------------------------------------------------------
+
+
+async def test_handler_errors_answer_system_error_and_the_connection_goes_on(
+        worker: Worker, healthy: RemotingClient) -> None:
+    before = await worker.snapshot()
+    bad = MASTER.register_5x()
+    assert bad.ext_fields is not None
+    bad.ext_fields["brokerAddr"] = "not-an-addr"
+    resp = await healthy.call(bad)
+    assert (resp.code, resp.remark) == (SYSTEM_ERROR, "brokerAddr: 'not-an-addr' is not host:port")
+    for field, value in (("brokerId", "abc"), ("clusterName", "bad name"), ("brokerName", "")):
+        bad = MASTER.register_5x()
+        assert bad.ext_fields is not None
+        bad.ext_fields[field] = value
+        resp = await healthy.call(bad)
+        assert resp.code == SYSTEM_ERROR and resp.remark and resp.remark.startswith(field)
+    resp = await healthy.call(Command(103, MASTER.identity(), b"\x01not a body"))
+    assert resp.code == SYSTEM_ERROR and resp.remark and "RegisterBrokerBody" in resp.remark
+    bad_qd = b'{"queueDatas":[{"brokerName":"broker-a","readQueueNums":"four"}]}'
+    resp = await healthy.request(217, {"topic": "T1"}, bad_qd)
+    assert resp.code == SYSTEM_ERROR and resp.remark and resp.remark.startswith("ValueError")
+    assert await worker.snapshot() == before  # nothing written for the invalid requests
+    assert (await healthy.call(MASTER.register_5x())).code == SUCCESS
+    assert await route_code(healthy) == SUCCESS
+
+
+# --- malformed frames ----------------------------------------------------------------------------
+
+
+def _json_frame(header: bytes, body: bytes = b"", stype: int = JSON) -> bytes:
+    return struct.pack(">iI", 4 + len(header) + len(body), (stype << 24) | len(header)) \
+        + header + body
+
+
+GARBAGE = {
+    "short length": b"\x00\x00\x00\x02\xff\xff",
+    "negative length": b"\xff\xff\xff\xf0" + b"\x00" * 12,
+    "header longer than frame": struct.pack(">iI", 8, 200) + b"{}{}",
+    "not json": _json_frame(b"{not json"),
+    "json array": _json_frame(b"[1,2]"),
+    "unknown serialize type": _json_frame(b'{"code":105}', stype=7),
+    "truncated binary header": _json_frame(b"\x00\x69\x00", stype=ROCKETMQ),
+    "http": b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    "tls client hello": bytes.fromhex("16030100a5010000a10303") + b"\x00" * 40,
+}
+
+
+@pytest.mark.parametrize("garbage", list(GARBAGE.values()), ids=list(GARBAGE))
+async def test_garbage_closes_only_its_connection(worker: Worker, healthy: RemotingClient,
+                                                  garbage: bytes) -> None:
+    bad = await worker.connect()
+    bad.send_raw(garbage)
+    assert await bad.wait_closed_by_peer()
+    assert bad.unexpected == []
+    await bad.close()
+    assert (await healthy.request(106)).code == SUCCESS
+
+
+async def test_frames_before_garbage_in_the_same_packet_are_processed(
+        worker: Worker, healthy: RemotingClient) -> None:
+    """As with Netty, frames decoded before the bad one are dispatched; the connection is closed
+    at once, so their answers are lost, but their effects are not."""
+    bad = await worker.connect()
+    put = Command(100, {"namespace": "n", "key": "k", "value": "v"}, None, opaque=11)
+    bad.send_raw(encode(put) + GARBAGE["not json"])
+    assert await bad.wait_closed_by_peer()
+    await bad.close()
+    for _ in range(100):
+        resp = await healthy.request(101, {"namespace": "n", "key": "k"})
+        if resp.code == SUCCESS:
+            break
+        await asyncio.sleep(0.01)
+    assert resp.ext_fields == {"value": "v"}
+
+
+async def test_frame_size_limit(worker: Worker, healthy: RemotingClient) -> None:
+    base = Command(105, {"topic": "T1"}, None, opaque=99)
+    empty = len(encode(base))
+    fits = await worker.connect()
+    base.body = b"x" * (MAX_FRAME - empty)  # exactly the limit, length prefix included
+    assert len(encode(base)) == MAX_FRAME
+    assert (await fits.call(base)).code == TOPIC_NOT_EXIST
+    await fits.close()
+    over = await worker.connect()
+    base.body = b"x" * (MAX_FRAME - empty + 1)
+    over.send_raw(encode(base)[:12])  # rejected on the length prefix alone
+    assert await over.wait_closed_by_peer()
+    assert over.unexpected == []
+    await over.close()
+    assert (await healthy.request(106)).code == SUCCESS
+
+
+async def test_partial_frames_wait_for_the_rest(worker: Worker) -> None:
+    client = await worker.connect()
+    frame = encode(Command(106, None, None, opaque=21))
+    client.send_raw(frame[:3])  # not even the whole length prefix
+    await asyncio.sleep(0.1)
+    client.send_raw(frame[3:len(frame) // 2])
+    await asyncio.sleep(0.2)
+    assert client.unexpected == []
+    client.send_raw(frame[len(frame) // 2:])
+    for _ in range(100):
+        if client.unexpected:
+            break
+        await asyncio.sleep(0.01)
+    assert [c.opaque for c in client.unexpected] == [21]
+    # Byte by byte.
+    frame = encode(Command(106, None, None, opaque=22, serialize_type=ROCKETMQ))
+    for i in range(len(frame)):
+        client.send_raw(frame[i:i + 1])
+        await client.writer.drain()
+        await asyncio.sleep(0.001)
+    for _ in range(100):
+        if len(client.unexpected) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert [c.opaque for c in client.unexpected] == [21, 22]
+    assert not client.closed.is_set()
+    await client.close()
+
+
+async def test_pipelined_requests(worker: Worker) -> None:
+    client = await worker.connect()
+    cmds = [Command(106 if i % 2 else 101, {"namespace": "n", "key": str(i)}, None,
+                    opaque=1000 + i, serialize_type=i % 2) for i in range(300)]
+    client.send_raw(b"".join(encode(c) for c in cmds))
+    for _ in range(300):
+        if len(client.unexpected) == len(cmds):
+            break
+        await asyncio.sleep(0.01)
+    got = {c.opaque: c for c in client.unexpected}
+    assert sorted(got) == [c.opaque for c in cmds]
+    assert all(got[c.opaque].serialize_type == c.serialize_type for c in cmds)
+    assert all(got[c.opaque].code == (SUCCESS if c.code == 106 else 22) for c in cmds)
+    await client.close()
+
+
+# --- PROXY protocol ------------------------------------------------------------------------------
+
+
+def proxy_v2(src: str = "203.0.113.7", dst: str = "10.0.0.5", sport: int = 51000,
+             dport: int = 9876) -> bytes:
+    addrs = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack(">HH", sport, dport)
+    return (b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11]) + struct.pack(">H", len(addrs))
+            + addrs)
+
+
+PROXY_PREFIXES = {
+    "v1 tcp4": b"PROXY TCP4 203.0.113.7 10.0.0.5 51000 9876\r\n",
+    "v1 tcp6": b"PROXY TCP6 2001:db8::1 2001:db8::2 51000 9876\r\n",
+    "v1 unknown": b"PROXY UNKNOWN\r\n",
+    "v2 tcp4": proxy_v2(),
+    "v2 local": b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x20, 0x00]) + b"\x00\x00",
+}
+
+
+@pytest.mark.parametrize("prefix", list(PROXY_PREFIXES.values()), ids=list(PROXY_PREFIXES))
+@pytest.mark.parametrize("split", [False, True], ids=["one-write", "split"])
+async def test_proxy_protocol_prefix(worker: Worker, prefix: bytes, split: bool) -> None:
+    client = await worker.connect()
+    if split:  # the prefix dribbles in
+        for i in range(0, len(prefix), 5):
+            client.send_raw(prefix[i:i + 5])
+            await client.writer.drain()
+            await asyncio.sleep(0.002)
+    else:
+        client.send_raw(prefix)
+    for stype in (JSON, ROCKETMQ):
+        resp = await client.request(106, serialize_type=stype)
+        assert (resp.code, resp.serialize_type) == (SUCCESS, stype)
+    assert (await client.call(MASTER.register_5x())).code == SUCCESS
+    await client.close()
+
+
+@pytest.mark.parametrize("prefix", [b"PROXY TCP4 nonsense\r\n", b"PROXY TCP4 1.2.3.4\n",
+                                    b"\r\n\r\n\x00\r\nQUIT\n\x31\x11\x00\x0c" + b"\x00" * 12])
+async def test_bad_proxy_header_closes_the_connection(worker: Worker, healthy: RemotingClient,
+                                                      prefix: bytes) -> None:
+    bad = await worker.connect(prefix=prefix)
+    assert await bad.wait_closed_by_peer()
+    await bad.close()
+    assert (await healthy.request(106)).code == SUCCESS
+
+
+# --- overload ------------------------------------------------------------------------------------
+
+
+async def test_overload_answers_system_busy(worker: Worker, healthy: RemotingClient,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full executor queue in Java; here the worker's bound on in-flight requests."""
+    monkeypatch.setattr("nsfleet.remoting.server.MAX_IN_FLIGHT", 0)
+    for stype in (JSON, ROCKETMQ):
+        resp = await healthy.request(106, serialize_type=stype)
+        assert (resp.code, resp.remark, resp.serialize_type) == (
+            2, "[OVERLOAD]system busy, start flow control for a while", stype)
+    await healthy.oneway(Command(106))  # oneway: still no answer
+    monkeypatch.undo()
+    assert (await healthy.request(106)).code == SUCCESS
+    assert healthy.unexpected == []
