@@ -11,16 +11,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import structlog
+from redis.exceptions import RedisError
 
 from nsfleet.metrics import Metrics
 from nsfleet.store import RouteRead, RouteStore
 
 log = structlog.get_logger(__name__)
 CONFIG_CHANGED = "@config"
+SYNC = "@sync:"
+SYNC_TIMEOUT = 0.5
 
 
 @dataclass(slots=True)
@@ -43,6 +47,9 @@ class RouteCache:
         self._subscribed = False
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._id = uuid.uuid4().hex
+        self._sync_seq = 0
+        self._syncs: dict[str, asyncio.Future[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self.on_config_change: list[asyncio.Event] = []
 
@@ -82,6 +89,11 @@ class RouteCache:
 
     def _apply(self, data: str) -> None:
         _, _, what = data.partition(" ")
+        if what.startswith(SYNC):
+            fut = self._syncs.get(what[len(SYNC):])
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            return
         if what == CONFIG_CHANGED:
             for event in self.on_config_change:
                 event.set()
@@ -103,6 +115,29 @@ class RouteCache:
                 if not fut.done():
                     fut.set_result(None)
         self._waiters.clear()
+
+    async def sync(self) -> None:
+        """Return once this worker has applied every change published before the call.
+
+        Called after each write this worker makes, so its next read sees that write (read your
+        writes): Redis delivers one subscriber's messages in order, so once our own marker comes
+        back, every earlier change message has been applied. If it does not come back in time,
+        the cache is dropped instead.
+        """
+        if not (self.enabled and self._subscribed):
+            return  # nothing is cached, nothing can be stale
+        self._sync_seq += 1
+        token = f"{self._id}:{self._sync_seq}"
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._syncs[token] = fut
+        try:
+            await self.store.redis.publish(self.store.keys.changes, f"0 {SYNC}{token}")
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                await fut
+        except (TimeoutError, RedisError):
+            self._entries.clear()
+        finally:
+            self._syncs.pop(token, None)
 
     async def get(self, topic: str, *, order_conf: bool = False) -> Entry:
         """The topic's route entry (``read`` is None when the topic has no route)."""
@@ -130,7 +165,8 @@ class RouteCache:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(topic, []).append(fut)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), seconds)
+            async with asyncio.timeout(seconds):
+                await fut
         except TimeoutError:
             pass
         finally:

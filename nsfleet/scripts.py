@@ -11,6 +11,11 @@ from functools import cache
 from pathlib import Path
 
 INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
+# Scripts that change tables (and publish on the change feed); the rest only read.
+WRITE_SCRIPTS = frozenset({
+    "register_broker", "unregister_broker", "sweep", "delete_topic", "register_topic",
+    "write_perm", "kv_put", "kv_delete",
+})
 SCRIPT_NAMES = (
     "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
     "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",

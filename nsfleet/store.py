@@ -7,7 +7,7 @@ before any script runs, so a rejected call writes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,9 +121,12 @@ class RouteStore:
     """Async access to one namespace's route tables."""
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
-                 on_script: Callable[[str, float], None] | None = None) -> None:
-        """``on_script(name, seconds)`` is told the duration of every script call (metrics)."""
+                 on_script: Callable[[str, float], None] | None = None,
+                 after_write: Callable[[], Awaitable[None]] | None = None) -> None:
+        """``on_script(name, seconds)`` is told the duration of every script call (metrics);
+        ``after_write()`` is awaited after every write script (the route cache's sync)."""
         self.on_script = on_script
+        self.after_write = after_write
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
@@ -139,10 +142,13 @@ class RouteStore:
     async def _call(self, name: str, args: Iterable[Any] = (), keys: Sequence[str] = ()) -> Any:
         started = time.perf_counter()
         try:
-            return await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
+            result = await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
         finally:
             if self.on_script is not None:
                 self.on_script(name, time.perf_counter() - started)
+        if self.after_write is not None and name in scripts.WRITE_SCRIPTS:
+            await self.after_write()
+        return result
 
     # --- brokers -------------------------------------------------------------------------------
 

@@ -35,8 +35,10 @@ CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
 
 async def _follow_config(config: NamesrvConfig, changed: asyncio.Event) -> None:
     while True:
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the cancel that stops us.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), CONFIG_REFRESH_SECONDS)
+            async with asyncio.timeout(CONFIG_REFRESH_SECONDS):
+                await changed.wait()
         changed.clear()
         try:
             await config.refresh()
@@ -66,6 +68,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     store = RouteStore(client, settings.namespace,
                        on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
+    store.after_write = cache.sync  # read your writes on this worker
     config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
                                           "bindAddress": settings.host})
     ns = NameServer(settings, store, cache, config, metrics)
@@ -138,6 +141,7 @@ async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
         except (RedisError, OSError) as exc:
             log.warning("waiting for redis", error=str(exc), retry_in=delay)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
+            async with asyncio.timeout(delay):
+                await stop.wait()
         delay = min(delay * 2, 10.0)
     return None

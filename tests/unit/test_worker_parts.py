@@ -164,3 +164,39 @@ async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> No
     text = two.properties_text()
     lines = text.splitlines()
     assert lines == sorted(lines) and "listenPort=9876" in lines
+
+
+async def test_a_worker_reads_its_own_writes_at_once(store: RouteStore) -> None:
+    cache = RouteCache(store, Metrics())
+    store.after_write = cache.sync
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1))
+        for _ in range(20):
+            assert (await cache.get("T1")).read is not None  # cached
+            await store.wipe_write_perm("b1")
+            entry = await cache.get("T1")  # no wait: the write's own change was applied
+            assert entry.read is not None and entry.read.route.queue_datas[0].perm == 4
+            await store.add_write_perm("b1")
+            entry = await cache.get("T1")
+            assert entry.read is not None and entry.read.route.queue_datas[0].perm == 6
+    finally:
+        await cache.close()
+
+
+async def test_sync_without_its_marker_drops_the_cache(store: RouteStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = RouteCache(store, Metrics())
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1))
+        await cache.get("T1")
+        assert cache._entries
+        monkeypatch.setattr("nsfleet.route_cache.SYNC_TIMEOUT", 0.05)
+        monkeypatch.setattr(cache, "_apply", lambda data: None)  # the feed stalls
+        await cache.sync()
+        assert not cache._entries
+    finally:
+        await cache.close()
