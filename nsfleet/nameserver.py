@@ -16,7 +16,7 @@ from nsfleet.config import Settings
 from nsfleet.metrics import Metrics
 from nsfleet.model import RegisterResult, TopicRouteData
 from nsfleet.namesrv_config import NamesrvConfig
-from nsfleet.route_cache import RouteCache
+from nsfleet.route_cache import Entry, RouteCache
 from nsfleet.store import BrokerRegistration, RouteStore
 
 
@@ -64,8 +64,15 @@ class NameServer:
     async def route(self, topic: str) -> RouteAnswer | None:
         """The route clients get: cached, with orderTopicConf and the acting-master rewrite
         applied as the fleet config says."""
-        order = self.config.flag("orderMessageEnable")
-        entry = await self.cache.get(topic, order_conf=order)
+        entry = await self.cache.get(topic, order_conf=self.config.flag("orderMessageEnable"))
+        return self._answer(topic, entry)
+
+    def cached_route(self, topic: str) -> tuple[bool, RouteAnswer | None]:
+        """(True, the route) when it is cached, (False, None) when Redis must be asked."""
+        entry = self.cache.peek(topic, order_conf=self.config.flag("orderMessageEnable"))
+        return (False, None) if entry is None else (True, self._answer(topic, entry))
+
+    def _answer(self, topic: str, entry: Entry) -> RouteAnswer | None:
         if entry.read is None:
             return None
         route = entry.read.route

@@ -40,6 +40,8 @@ class RouteCache:
                  max_entries: int = 100_000, max_age: float = 60.0) -> None:
         self.store = store
         self.metrics = metrics
+        self._hits = metrics.route_cache.labels("hit")
+        self._misses = metrics.route_cache.labels("miss")
         self.enabled = enabled
         self.max_entries = max_entries
         self.max_age = max_age
@@ -139,15 +141,22 @@ class RouteCache:
         finally:
             self._syncs.pop(token, None)
 
+    def peek(self, topic: str, *, order_conf: bool = False) -> Entry | None:
+        """The topic's cached entry if it is still valid (no Redis call), else None."""
+        entry = self._entries.get((topic, order_conf))
+        if entry is not None and entry.expires > time.monotonic():
+            self._hits.inc()
+            return entry
+        return None
+
     async def get(self, topic: str, *, order_conf: bool = False) -> Entry:
         """The topic's route entry (``read`` is None when the topic has no route)."""
-        key = (topic, order_conf)
-        now = time.monotonic()
-        entry = self._entries.get(key)
-        if entry is not None and entry.expires > now:
-            self.metrics.route_cache.labels("hit").inc()
+        entry = self.peek(topic, order_conf=order_conf)
+        if entry is not None:
             return entry
-        self.metrics.route_cache.labels("miss").inc()
+        now = time.monotonic()
+        key = (topic, order_conf)
+        self._misses.inc()
         subscribed = self._subscribed and self.enabled
         read = await self.store.pickup_route(topic, order_conf=order_conf)
         ttl = self.max_age if read is None or read.ttl_ms < 0 else min(self.max_age,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from nsfleet import validation
 from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.model import DataVersion, QueueData, TopicRouteData
-from nsfleet.nameserver import FeatureDisabled, NameServer
+from nsfleet.nameserver import FeatureDisabled, NameServer, RouteAnswer
 from nsfleet.namesrv_config import BlacklistedKey
 from nsfleet.remoting.bodies import (
     BodyDecodeError,
@@ -299,14 +299,14 @@ def _route_encoding(cmd: RemotingCommand) -> tuple[str, Callable[[TopicRouteData
     return "legacy", lambda r: dumps_legacy(r.to_dict())
 
 
-async def get_route(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
-    if ns.waiting_for_service():
-        return error(cmd, ResponseCode.SYSTEM_ERROR, "name server not ready")
-    topic = ext(cmd, "topic")
-    answer = None
-    if topic is not None and validation.TOPIC_RE.match(topic) \
-            and len(topic) <= validation.TOPIC_MAX_LEN:
-        answer = await ns.route(topic)
+def _routable(topic: str | None) -> bool:
+    """A name that can have a route; anything else is TOPIC_NOT_EXIST, as in Java."""
+    return (topic is not None and len(topic) <= validation.TOPIC_MAX_LEN
+            and validation.TOPIC_RE.match(topic) is not None)
+
+
+def _route_response(cmd: RemotingCommand, topic: str | None,
+                    answer: RouteAnswer | None) -> RemotingCommand:
     if answer is None:
         return error(cmd, ResponseCode.TOPIC_NOT_EXIST,
                      f"No topic route info in name server for the topic: {java_str(topic)}{FAQ}")
@@ -316,6 +316,27 @@ async def get_route(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> R
         return ok(cmd, body=dumps_legacy(filter_by_zone(answer.route, zone).to_dict()))
     name, encode = _route_encoding(cmd)
     return ok(cmd, body=answer.encoded(name, encode))
+
+
+async def get_route(ns: NameServer, cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
+    if ns.waiting_for_service():
+        return error(cmd, ResponseCode.SYSTEM_ERROR, "name server not ready")
+    topic = ext(cmd, "topic")
+    answer = await ns.route(topic) if _routable(topic) else None  # type: ignore[arg-type]
+    return _route_response(cmd, topic, answer)
+
+
+def get_route_cached(ns: NameServer, cmd: RemotingCommand) -> RemotingCommand | None:
+    """GET_ROUTEINFO_BY_TOPIC answered without a Redis round trip, or None when it needs one.
+
+    The server calls this inline for every route request, so a cache hit costs no task."""
+    if ns.waiting_for_service():
+        return error(cmd, ResponseCode.SYSTEM_ERROR, "name server not ready")
+    topic = ext(cmd, "topic")
+    if not _routable(topic):
+        return _route_response(cmd, topic, None)
+    hit, answer = ns.cached_route(topic)  # type: ignore[arg-type]
+    return _route_response(cmd, topic, answer) if hit else None
 
 
 def _topic_list(fetch: Callable[[NameServer], Awaitable[list[str]]], gate: str) -> Handler:

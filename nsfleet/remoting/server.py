@@ -21,11 +21,12 @@ from nsfleet.remoting.codec import (
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
+    RequestCode,
     ResponseCode,
     encode_frame,
     make_response,
 )
-from nsfleet.remoting.handlers import HANDLERS, Connection
+from nsfleet.remoting.handlers import HANDLERS, Connection, get_route_cached
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
 from nsfleet.validation import ValidationError
 
@@ -108,6 +109,12 @@ class RemotingProtocol(asyncio.Protocol):
     def _dispatch(self, cmd: RemotingCommand) -> None:
         if cmd.is_response:
             return  # the NameServer sends no requests of its own, so no response is awaited
+        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            response = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
+            if response is not None:
+                self.server.ns.metrics.remoting_requests.labels("105", str(response.code)).inc()
+                self.reply(cmd, response)
+                return
         if self.server.in_flight >= MAX_IN_FLIGHT:
             self.reply(cmd, make_response(cmd, ResponseCode.SYSTEM_BUSY, remark=OVERLOAD))
             return
