@@ -17,7 +17,8 @@ async def test_register_route_unregister(store: RouteStore) -> None:
     res = await store.register_broker(slave)
     assert res.master_addr == "10.0.0.1:10911" and res.ha_server_addr == "10.0.0.1:10912"
     info = await store.cluster_info()
-    assert info.broker_addr_table["broker-a"].broker_addrs == {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
+    assert info.broker_addr_table["broker-a"].broker_addrs == {0: "10.0.0.1:10911",
+                                                               1: "10.0.0.2:10911"}
     assert await store.all_topics() == ["T1", "T2"]
     assert await store.unregister_broker("c1", "10.0.0.1:10911", "broker-a") == 0
     assert await store.unregister_broker("c1", "10.0.0.2:10911", "broker-a") == 1

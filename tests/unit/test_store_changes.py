@@ -1,0 +1,172 @@
+"""Change counters (lua/includes/changes.lua): P:rev bumps on every change of the route or cluster
+tables, each touched topic's rev becomes the new P:rev, and "<rev> <topics|*>" is published on
+P:changes. Operations that change nothing a reader sees (heartbeats, reads, a re-registration with
+the same data, an idempotent KV put) do not bump anything."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from redis.asyncio.client import PubSub
+
+from nsfleet.keys import ORDER_TOPIC_CONFIG
+from nsfleet.model import DataVersion, QueueData, TopicConfig
+from nsfleet.store import BrokerRegistration, RouteStore
+
+MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
+                            enable_acting_master=True, data_version=DataVersion(1, 100),
+                            topic_configs=[TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)])
+SLAVE = BrokerRegistration("c1", "10.0.0.2:10911", "broker-a", 1, "10.0.0.2:10912",
+                           enable_acting_master=True, data_version=DataVersion(1, 100),
+                           topic_configs=MASTER.topic_configs)
+EMPTY_GROUP = BrokerRegistration("c2", "10.0.1.1:10911", "broker-b", 0, enable_acting_master=False)
+
+
+@pytest.fixture
+async def changes(store: RouteStore) -> AsyncIterator[PubSub]:
+    pubsub = store.redis.pubsub()
+    await pubsub.subscribe(store.keys.changes)
+    msg = await pubsub.get_message(timeout=1.0)
+    assert msg is not None and msg["type"] == "subscribe"
+    yield pubsub
+    await pubsub.aclose()
+
+
+async def next_change(pubsub: PubSub) -> str | None:
+    for _ in range(20):
+        msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+        if msg is not None:
+            return str(msg["data"])
+    return None
+
+
+async def topic_revs(store: RouteStore, *topics: str) -> list[int | None]:
+    return [None if v is None else int(v)
+            for v in [await store.redis.get(store.keys.topic_rev(t)) for t in topics]]
+
+
+async def expect_change(store: RouteStore, pubsub: PubSub, call: Callable[[], Awaitable[Any]],
+                        topics: str) -> int:
+    """Run ``call``; P:rev must go up by one, and the message must name ``topics``."""
+    before = await store.rev()
+    await call()
+    rev = await store.rev()
+    assert rev == before + 1
+    msg = await next_change(pubsub)
+    assert msg is not None
+    number, _, what = msg.partition(" ")
+    assert int(number) == rev
+    assert sorted(filter(None, what.split(","))) == sorted(filter(None, topics.split(",")))
+    return rev
+
+
+async def expect_no_change(store: RouteStore, pubsub: PubSub,
+                           call: Callable[[], Awaitable[Any]]) -> None:
+    before = await store.rev()
+    await call()
+    assert await store.rev() == before
+    assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05) is None
+
+
+async def test_every_table_change_bumps_and_publishes(store: RouteStore, changes: PubSub) -> None:
+    s = store
+    rev = await expect_change(s, changes, lambda: s.register_broker(MASTER), "*")
+    assert await topic_revs(s, "T1", "T2") == [rev, rev]
+
+    rev = await expect_change(s, changes, lambda: s.register_broker(SLAVE), "T1,T2")
+    assert await topic_revs(s, "T1", "T2") == [rev, rev]
+
+    rev = await expect_change(s, changes, lambda: s.wipe_write_perm("broker-a"), "T1,T2")
+    rev = await expect_change(s, changes, lambda: s.add_write_perm("broker-a"), "T1,T2")
+
+    rev = await expect_change(s, changes, lambda: s.register_topic(
+        "T3", [QueueData("broker-a", 4, 4, 6)]), "T3")
+    assert await topic_revs(s, "T1", "T2", "T3") == [rev - 1, rev - 1, rev]
+
+    rev = await expect_change(s, changes, lambda: s.delete_topic("T3"), "T3")
+    assert await topic_revs(s, "T3") == [None]  # a gone topic keeps no rev
+
+    rev = await expect_change(s, changes, lambda: s.kv_put(ORDER_TOPIC_CONFIG, "T1", "broker-a:8"),
+                              "T1")
+    assert await topic_revs(s, "T1") == [rev]
+    await expect_change(s, changes, lambda: s.kv_put("other", "k", "v"), "")
+    await expect_change(s, changes, lambda: s.kv_delete("other", "k"), "")
+    await expect_change(s, changes, lambda: s.kv_delete(ORDER_TOPIC_CONFIG, "T1"), "T1")
+
+    # A new DataVersion with a changed topic rewrites that topic only.
+    changed = replace(MASTER, data_version=DataVersion(2, 200),
+                      topic_configs=[TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 16, 16, 6)])
+    await expect_change(s, changes, lambda: s.register_broker(changed), "T2")
+
+    await expect_change(s, changes, lambda: s.unregister_broker("c1", SLAVE.addr, "broker-a"),
+                        "T1,T2")
+    await expect_change(s, changes, lambda: s.unregister_broker("c1", MASTER.addr, "broker-a"), "*")
+    assert await topic_revs(s, "T1", "T2") == [None, None]
+
+
+async def test_cluster_table_changes_bump_even_without_topics(store: RouteStore,
+                                                              changes: PubSub) -> None:
+    # A group without topics shows only in GET_BROKER_CLUSTER_INFO; its changes still count.
+    s = store
+    await expect_change(s, changes, lambda: s.register_broker(EMPTY_GROUP), "*")
+    zoned = BrokerRegistration("c2", EMPTY_GROUP.addr, "broker-b", 0, zone_name="z1",
+                               enable_acting_master=False)
+    await expect_change(s, changes, lambda: s.register_broker(zoned), "")
+    slave = BrokerRegistration("c2", "10.0.1.2:10911", "broker-b", 1, zone_name="z1",
+                               enable_acting_master=False)
+    await expect_change(s, changes, lambda: s.register_broker(slave), "")
+    await expect_change(s, changes, lambda: s.unregister_broker("c2", slave.addr, "broker-b"), "")
+
+
+async def test_what_changes_nothing_bumps_nothing(store: RouteStore, changes: PubSub) -> None:
+    s = store
+    await s.register_broker(MASTER)
+    await s.kv_put("ns", "k", "v")
+    await next_change(changes)
+    await next_change(changes)
+    await expect_no_change(s, changes, lambda: s.register_broker(MASTER))  # the 30 s re-register
+    await expect_no_change(s, changes, lambda: s.heartbeat("c1", MASTER.addr))
+    await expect_no_change(s, changes, lambda: s.query_data_version("c1", MASTER.addr,
+                                                                    DataVersion(9, 9)))
+    await expect_no_change(s, changes, lambda: s.pickup_route("T1"))
+    await expect_no_change(s, changes, lambda: s.cluster_info())
+    await expect_no_change(s, changes, lambda: s.sweep())
+    await expect_no_change(s, changes, lambda: s.kv_put("ns", "k", "v"))
+    await expect_no_change(s, changes, lambda: s.kv_delete("ns", "missing"))
+    await expect_no_change(s, changes, lambda: s.delete_topic("nope"))
+    await expect_no_change(s, changes, lambda: s.unregister_broker("c1", MASTER.addr, "broker-a",
+                                                                   generation=999))
+
+
+async def test_route_rev_is_the_topic_rev(store: RouteStore) -> None:
+    await store.register_broker(MASTER)
+    read = await store.pickup_route("T1")
+    assert read is not None
+    assert read.rev == await store.rev()
+    await store.wipe_write_perm("broker-a")
+    again = await store.pickup_route("T1")
+    assert again is not None and again.rev > read.rev
+    # A re-created topic never reuses an old rev (an ETag must not match a different route).
+    await store.delete_topic("T1")
+    await store.register_broker(MASTER)  # the per-topic check re-creates T1
+    recreated = await store.pickup_route("T1")
+    assert recreated is not None and recreated.rev > again.rev
+
+
+async def test_many_subscribers_see_the_same_sequence(store: RouteStore) -> None:
+    subs = []
+    for _ in range(3):
+        p = store.redis.pubsub()
+        await p.subscribe(store.keys.changes)
+        await p.get_message(timeout=1.0)
+        subs.append(p)
+    await store.register_broker(MASTER)
+    await store.wipe_write_perm("broker-a")
+    seen = await asyncio.gather(*[asyncio.gather(next_change(p), next_change(p)) for p in subs])
+    assert all(s == seen[0] for s in seen) and None not in seen[0]
+    for p in subs:
+        await p.aclose()

@@ -1,0 +1,105 @@
+"""The cost claims of the script headers, where they can be checked by counting what a script
+touches (no timing): a heartbeat or QUERY_DATA_VERSION is O(1) whatever the broker's topic count,
+and a sweep with nothing due reads the deadline set's counters and nothing else.
+
+The exact command lists come from MONITOR on the real redis-server, which reports every command a
+Lua script runs; the "no queue key changes" check also runs on fakeredis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.store import BrokerRegistration, RouteStore
+from tests.conformance.invariants import dump
+
+TOPICS = 2000
+BIG = BrokerRegistration("c1", "10.0.0.1:10911", "big", 0, "10.0.0.1:10912",
+                         enable_acting_master=True, data_version=DataVersion(1, 100),
+                         topic_configs=[TopicConfig(f"topic-{i}", 8, 8, 6) for i in range(TOPICS)])
+
+
+@pytest.fixture
+async def real_store(real_redis: aioredis.Redis) -> RouteStore:
+    store = RouteStore(real_redis, "cost")
+    await store.load_scripts()
+    await store.register_broker(BIG)
+    return store
+
+
+async def script_commands(store: RouteStore, call: Callable[[], Awaitable[Any]]) -> list[list[str]]:
+    """[command, first argument] of every command the scripts run by ``call`` sent (MONITOR)."""
+    kw = store.redis.connection_pool.connection_kwargs
+    monitor_client = aioredis.Redis(host=kw["host"], port=kw["port"], decode_responses=True)
+    marker = "nsfleet-cost-test-marker"
+    commands: list[list[str]] = []
+    async with monitor_client.monitor() as monitor:
+        await call()
+        await store.redis.echo(marker)
+        while True:
+            cmd = await monitor.next_command()
+            if marker in cmd["command"]:
+                break
+            if cmd["client_type"] == "lua":
+                parts = cmd["command"].split(" ")
+                commands.append([parts[0].upper(), parts[1] if len(parts) > 1 else ""])
+    await monitor_client.aclose()
+    return commands
+
+
+async def test_heartbeat_is_constant_work(real_store: RouteStore) -> None:
+    s = real_store
+    row = s.keys.broker("c1", BIG.addr)
+    cmds = await script_commands(s, lambda: s.heartbeat("c1", BIG.addr))
+    assert [c[0] for c in cmds] == ["HMGET", "TIME", "HSET", "PEXPIREAT", "ZADD"]
+    assert {c[1] for c in cmds} <= {row, s.keys.deadlines, ""}
+
+
+async def test_query_data_version_is_constant_work(real_store: RouteStore) -> None:
+    s = real_store
+    cmds = await script_commands(
+        s, lambda: s.query_data_version("c1", BIG.addr, DataVersion(2, 200)))
+    assert [c[0] for c in cmds] == ["HMGET", "TIME", "HSET", "PEXPIREAT", "ZADD"]
+    # An unknown broker: one read.
+    cmds = await script_commands(s, lambda: s.heartbeat("c1", "10.9.9.9:1"))
+    assert [c[0] for c in cmds] == ["HMGET"]
+
+
+async def test_sweep_with_nothing_due_reads_only_the_deadline_counters(
+        real_store: RouteStore) -> None:
+    s = real_store
+    cmds = await script_commands(s, lambda: s.sweep())
+    assert cmds == [["TIME", ""], ["ZCARD", s.keys.deadlines], ["ZCOUNT", s.keys.deadlines]]
+    cmds = await script_commands(s, lambda: s.sweep(now_ms=1))
+    assert cmds == [["ZCARD", s.keys.deadlines], ["ZCOUNT", s.keys.deadlines]]
+
+
+async def test_same_registration_again_rewrites_no_queue_row(real_store: RouteStore) -> None:
+    # The 30-second re-registration with an unchanged DataVersion: one EXISTS per topic (the
+    # per-topic check), no queue write.
+    s = real_store
+    cmds = await script_commands(s, lambda: s.register_broker(BIG))
+    writes = [c for c in cmds if c[0] in ("HSET", "SADD", "DEL", "SREM") and ":queue:" in c[1]]
+    assert writes == []
+    assert sum(1 for c in cmds if c[0] == "EXISTS") <= TOPICS + 2
+
+
+async def test_heartbeat_changes_no_queue_key(store: RouteStore) -> None:
+    await store.register_broker(BIG)
+
+    async def queue_keys() -> dict[str, Any]:
+        snapshot = await dump(store.redis, store.keys)
+        return {k: v for k, v in snapshot.items() if ":queue:" in k or (":idx:" in k
+                and ":idx:deadlines" not in k)}
+
+    before = await queue_keys()
+    assert len([k for k in before if ":queue:" in k]) == TOPICS
+    for _ in range(3):
+        assert await store.heartbeat("c1", BIG.addr)
+        await store.query_data_version("c1", BIG.addr, DataVersion(1, 100))
+    assert await queue_keys() == before

@@ -1,0 +1,84 @@
+"""nsfleet/keys.py and lua/includes/keys.lua build the same keys, and every script loads with its
+includes inlined and a documented KEYS/ARGV/Output header."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import redis.asyncio as aioredis
+
+from nsfleet import scripts
+from nsfleet.keys import Keys, escape, live_member, unescape
+
+# (lua builder call, python builder) with the same arguments.
+CASES = [
+    ("k_broker('c1', '10.0.0.1:10911')", lambda k: k.broker("c1", "10.0.0.1:10911")),
+    ("k_group('broker-a')", lambda k: k.group("broker-a")),
+    ("k_queue('%RETRY%g|x', 'broker-a')", lambda k: k.queue("%RETRY%g|x", "broker-a")),
+    ("k_clusters()", lambda k: k.clusters),
+    ("k_cluster('c1')", lambda k: k.cluster("c1")),
+    ("k_members('broker-a')", lambda k: k.members("broker-a")),
+    ("k_topics()", lambda k: k.topics),
+    ("k_topic('T1')", lambda k: k.topic("T1")),
+    ("k_broker_topics('broker-a')", lambda k: k.broker_topics("broker-a")),
+    ("k_deadlines()", lambda k: k.deadlines),
+    ("k_reg('c1', 'h:1')", lambda k: k.reg("c1", "h:1")),
+    ("k_filters('c1', 'h:1')", lambda k: k.filters("c1", "h:1")),
+    ("k_seq()", lambda k: k.seq),
+    ("k_rev()", lambda k: k.rev),
+    ("k_topic_rev('T1')", lambda k: k.topic_rev("T1")),
+    ("k_changes()", lambda k: k.changes),
+    ("live_member('c1', 'h:1')", lambda k: live_member("c1", "h:1")),
+]
+
+
+@pytest.mark.parametrize("namespace", ["default", "test", "prod-eu.1"])
+async def test_lua_and_python_key_builders_agree(any_redis: aioredis.Redis, namespace: str) -> None:
+    keys_lua = (scripts.lua_dir() / "includes" / "keys.lua").read_text()
+    body = "return {" + ", ".join(call for call, _ in CASES) + "}"
+    k = Keys(namespace)
+    built = await any_redis.eval(keys_lua + "\n" + body, 1, k.prefix)
+    assert built == [build(k) for _, build in CASES]
+    # One hash tag per namespace: every key lands in the namespace's cluster slot.
+    for key in built[:-1]:
+        assert key.startswith(f"nsfleet:{{{namespace}}}:")
+
+
+def test_kv_keys_escape_separators() -> None:
+    k = Keys("ns")
+    assert k.kv("a:b", "c%d") == "nsfleet:{ns}:kv:a%3Ab:c%25d"
+    assert k.kv_table("a:b") == "nsfleet:{ns}:idx:kv:a%3Ab"
+    for raw in ["a:b", "%3A", "100%", "x%25:y", ""]:
+        assert unescape(escape(raw)) == raw
+        assert ":" not in escape(raw)
+
+
+def test_row_tables_and_indexes_do_not_overlap() -> None:
+    k = Keys("ns")
+    for table in ("brokers", "groups", "queues", "kv"):
+        pattern = k.table_pattern(table)
+        prefix = pattern[:-1]
+        for index in (k.clusters, k.cluster("x"), k.members("x"), k.topics, k.topic("x"),
+                      k.broker_topics("x"), k.deadlines, k.reg("c", "h:1"), k.filters("c", "h:1"),
+                      k.kv_namespaces, k.kv_table("x"), k.seq, k.rev, k.topic_rev("x"),
+                      k.config):
+            assert not index.startswith(prefix), (index, pattern)
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_every_script_is_complete_and_documented(name: str) -> None:
+    text = scripts.source(name)
+    assert "--- @include" not in text
+    header = text[:text.index("]]")]
+    assert re.search(r"KEYS\[1\]", header) and "Output:" in header and "Input:" in header
+    # Every ARGV[i] and KEYS[i] the script reads is documented in its header.
+    body = text[text.index("]]"):]
+    for used in set(re.findall(r"(?:ARGV|KEYS)\[(\d+)\]", body)):
+        assert re.search(rf"(?:ARGV|KEYS)\[{used}\]", header), (name, used)
+
+
+async def test_every_script_compiles(any_redis: aioredis.Redis) -> None:
+    for name in scripts.SCRIPT_NAMES:
+        sha = await any_redis.script_load(scripts.source(name))
+        assert (await any_redis.script_exists(sha)) == [True]
