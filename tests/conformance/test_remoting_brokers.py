@@ -9,12 +9,9 @@ version; clients of versions 121, 401 and 479 then ask for routes in JSON and RO
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from nsfleet.model import BrokerData, QueueData, TopicRouteData
-from nsfleet.redis_server import RedisServer
 from nsfleet.remoting.zone import filter_by_zone
 from tests.remoting_client import (
     JSON,
@@ -31,7 +28,6 @@ from tests.remoting_client import (
     TopicConf,
     Worker,
     java_crc32,
-    running_worker,
     wrapper_body_pre37,
 )
 
@@ -44,19 +40,6 @@ STANDARD_T1 = (
     b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,'
     b'"writeQueueNums":4}]}')
 LEGACY_T1 = STANDARD_T1.replace(b'{"0":', b"{0:").replace(b',"1":', b",1:")
-
-
-@pytest.fixture
-async def worker(redis_server: RedisServer) -> AsyncIterator[Worker]:
-    async with running_worker(redis_server.url) as w:
-        yield w
-
-
-@pytest.fixture
-async def client(worker: Worker) -> AsyncIterator[RemotingClient]:
-    c = await worker.connect()
-    yield c
-    await c.close()
 
 
 async def ok(client: RemotingClient, cmd: Command) -> Command:

@@ -10,12 +10,10 @@ has a custom header class whose fields are all null, §1.2).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from nsfleet.redis_server import RedisServer
 from tests.remoting_client import (
     FAQ,
     JSON,
@@ -34,7 +32,6 @@ from tests.remoting_client import (
     TopicConf,
     Worker,
     dumps_fastjson,
-    running_worker,
 )
 
 pytestmark = pytest.mark.redis
@@ -50,19 +47,6 @@ ROUTE_T1_STANDARD = (
     b'"brokerName":"broker-a","cluster":"c1","enableActingMaster":false}],"filterServerTable":{},'
     b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,'
     b'"writeQueueNums":4}]}')
-
-
-@pytest.fixture
-async def worker(redis_server: RedisServer) -> AsyncIterator[Worker]:
-    async with running_worker(redis_server.url) as w:
-        yield w
-
-
-@pytest.fixture
-async def client(worker: Worker) -> AsyncIterator[RemotingClient]:
-    c = await worker.connect()
-    yield c
-    await c.close()
 
 
 def check(resp: Command, req: Command, code: int, remark: str | None = None,
