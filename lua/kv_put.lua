@@ -8,17 +8,25 @@
     KEYS[4] P:idx:kvns               the set of namespaces
     ARGV[1] namespace   ARGV[2] key   ARGV[3] value
     ARGV[4] "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the route's orderTopicConf)
+    ARGV[5] "1" when the value is null (Java's PUT without a value: the namespace exists and
+            the key reads as absent); ARGV[3] is then ignored
   Output:
-    1 when the value changed, 0 when it was already stored
+    1 when something changed, 0 when it was already so
 ]]
 --- @include "keys"
 --- @include "changes"
 
 local ns, key, value = ARGV[1], ARGV[2], ARGV[3]
-rcall('SADD', KEYS[4], ns)
-if rcall('HGET', KEYS[3], key) == value then return 0 end
-rcall('HSET', KEYS[2], 'namespace', ns, 'key', key, 'value', value)
-rcall('HSET', KEYS[3], key, value)
+local changed = rcall('SADD', KEYS[4], ns) == 1
+if ARGV[5] == '1' then
+  rcall('DEL', KEYS[2])
+  if rcall('HDEL', KEYS[3], key) == 1 then changed = true end
+elseif rcall('HGET', KEYS[3], key) ~= value then
+  rcall('HSET', KEYS[2], 'namespace', ns, 'key', key, 'value', value)
+  rcall('HSET', KEYS[3], key, value)
+  changed = true
+end
+if not changed then return 0 end
 if ARGV[4] == '1' then touch_topic(key) else touch_none() end
 publish_changes()
 return 1

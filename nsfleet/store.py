@@ -326,12 +326,15 @@ class RouteStore:
 
     # --- KV config -----------------------------------------------------------------------------
 
-    async def kv_put(self, namespace: str, key: str, value: str) -> bool:
+    async def kv_put(self, namespace: str, key: str, value: str | None) -> bool:
+        """Store a value; ``None`` is Java's null value (the namespace exists, the key is
+        absent). True when something changed."""
         validation.kv_part(namespace, "namespace")
         validation.kv_part(key, "key")
         k = self.keys
         changed = await self._call(
-            "kv_put", [namespace, key, value, _flag(namespace == ORDER_TOPIC_CONFIG)],
+            "kv_put", [namespace, key, value or "", _flag(namespace == ORDER_TOPIC_CONFIG),
+                       _flag(value is None)],
             [k.kv(namespace, key), k.kv_table(namespace), k.kv_namespaces])
         return changed == 1
 

@@ -139,13 +139,8 @@ async def put_kv_config(ns: NameServer, cmd: RemotingCommand, conn: Connection) 
     namespace, key, value = ext(cmd, "namespace"), ext(cmd, "key"), ext(cmd, "value")
     if namespace is None or key is None:
         return error(cmd, ResponseCode.SYSTEM_ERROR, "namespace or key is null")
-    if value is None:
-        # Java puts a null value: the namespace exists, GET finds nothing and the KVTable leaves
-        # the key out (fastjson drops null map values). The store keeps strings only, so create
-        # the namespace and drop the key, which reads back the same.
-        await ns.store.kv_put(namespace, key, "")
-        await ns.store.kv_delete(namespace, key)
-        return ok(cmd)
+    # A missing value is Java's null: the namespace exists, GET finds nothing and the KVTable
+    # leaves the key out (fastjson drops null map values).
     await ns.store.kv_put(namespace, key, value)
     return ok(cmd)
 

@@ -170,3 +170,14 @@ async def test_many_subscribers_see_the_same_sequence(store: RouteStore) -> None
     assert all(s == seen[0] for s in seen) and None not in seen[0]
     for p in subs:
         await p.aclose()
+
+
+async def test_kv_put_of_a_null_value_creates_the_namespace_and_removes_the_key(
+        store: RouteStore) -> None:
+    assert await store.kv_put("ns", "k", "v")
+    assert await store.kv_put("ns", "k", None)
+    assert await store.kv_get("ns", "k") is None
+    assert await store.kv_list("ns") == {}
+    assert not await store.kv_put("ns", "k", None)  # already so: no change
+    assert await store.kv_put("fresh", "k", None)  # a new namespace is a change
+    assert await store.kv_list("fresh") == {}
