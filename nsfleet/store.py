@@ -303,6 +303,9 @@ class RouteStore:
             validation.name(cluster, "clusterName")
         return int(await self._call("delete_topic", [topic, cluster or ""]))
 
+    async def topic_exists(self, topic: str) -> bool:
+        return bool(await self.redis.sismember(self.keys.topics, topic))
+
     async def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV: only known broker groups; returns rows written."""
         validation.topic(topic)

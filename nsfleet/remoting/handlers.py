@@ -391,7 +391,7 @@ async def register_topic(ns: NameServer, cmd: RemotingCommand, conn: Connection)
         if _valid_name(q.get("brokerName")) is None:
             # A broker name that cannot be registered is an unknown broker: Java ignores the
             # whole request for a new topic and stops at it for an existing one.
-            if not await ns.store.redis.sismember(ns.store.keys.topics, topic):
+            if not await ns.store.topic_exists(topic):
                 return ok(cmd)
             break
         qds.append(QueueData.from_dict(q))
