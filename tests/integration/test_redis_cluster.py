@@ -21,6 +21,7 @@ from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.model import DataVersion, QueueData, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import BrokerRegistration, RouteStore
+from tests.cluster_ports import cluster_port
 from tests.conformance.invariants import orphans
 
 
@@ -32,12 +33,14 @@ def _cli() -> str:
 
 def _start_cluster(base: Path) -> list[RedisServer]:
     nodes: list[RedisServer] = []
+    taken: set[int] = set()
     try:
         for i in range(3):
             data = base / f"node{i}"
-            node = RedisServer(data_dir=data, appendonly=False, extra_args=[
-                "--cluster-enabled", "yes", "--cluster-config-file", str(data / "nodes.conf"),
-                "--cluster-node-timeout", "5000"])
+            node = RedisServer(data_dir=data, port=cluster_port(taken), appendonly=False,
+                               extra_args=["--cluster-enabled", "yes", "--cluster-config-file",
+                                           str(data / "nodes.conf"),
+                                           "--cluster-node-timeout", "5000"])
             nodes.append(node.start())
         create = subprocess.run(
             [_cli(), "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],

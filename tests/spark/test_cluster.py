@@ -5,8 +5,6 @@ there - scanning the node it was given would silently return nothing."""
 from __future__ import annotations
 
 import asyncio
-import random
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,31 +21,13 @@ from nsfleet.keys import Keys
 from nsfleet.model import TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import BrokerRegistration, RouteStore
+from tests.cluster_ports import cluster_port
 from tests.spark import fleet
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
 
 NAMESPACE = "clustered"
 RANGES = ((0, 5460), (5461, 10922), (10923, 16383))
-
-
-def cluster_port(taken: set[int]) -> int:
-    """A free port whose cluster bus port (port + 10000) is free too, so at most 55535 - the
-    usual ephemeral picks (free_port) are often above it and redis-server refuses them."""
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(20_000, 55_535)
-        if port in taken or port + 10_000 in taken:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 10_000))
-        except OSError:
-            continue
-        taken.update((port, port + 10_000))
-        return port
-    raise RuntimeError("no free port pair for a Redis Cluster node")
 
 
 @pytest.fixture(scope="module")
