@@ -105,7 +105,8 @@ def test_silent_broker_expires_from_routes_then_tables(fleet: list[WorkerProcess
         if gone_from_routes is not None and gone_from_tables is not None:
             break
         time.sleep(0.05)
-    assert gone_from_routes is not None and 2.5 < gone_from_routes <= 3.3, gone_from_routes
+    # The row's TTL is the deadline; the slack is only the 50 ms polling and HTTP round trips.
+    assert gone_from_routes is not None and 2.5 < gone_from_routes <= 3.5, gone_from_routes
     # Deadline plus one sweep interval (1 s here), plus scheduling slack.
     assert gone_from_tables is not None and gone_from_tables <= 3 + 1 + 0.5, gone_from_tables
 
