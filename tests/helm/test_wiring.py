@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import pytest
 
+from nsfleet import config
 from tests.helm.chartlib import CI_FILES, FULLNAME, MINIMAL, by_name, ci, ci_values, merge
 
 CI_IDS = [p.stem for p in CI_FILES]
@@ -93,7 +95,22 @@ def test_config_map_carries_every_setting(render) -> None:
         "NSFLEET_DRAIN_TIMEOUT": "10",
         "NSFLEET_LONG_POLL_MAX": "30",
         "NSFLEET_MAX_BODY_SIZE": "16777216",
+        "NSFLEET_MAX_FRAME_SIZE": "16777216",
+        "NSFLEET_EXPIRY_GUARD_SHARE": "0.5",
+        "NSFLEET_ROUTE_CACHE": "true",
     }
+
+
+@pytest.mark.parametrize("path", CI_FILES, ids=CI_IDS)
+def test_the_worker_accepts_every_rendered_setting(render, path: Path) -> None:
+    """The ConfigMap is fed to the worker's own settings loader: every key is a setting it
+    knows and every value parses (a chart/worker mismatch fails here, not in a pod)."""
+    cfg = render(ci_values(path)).config
+    known = {config.env_name(f.name) for f in fields(config.Settings)}
+    assert set(cfg) <= known
+    settings = config.load(None, {**cfg, "NSFLEET_REDIS_PASSWORD": "from-the-secret"})
+    assert settings.http_port == int(cfg["NSFLEET_HTTP_PORT"])
+    assert settings.expiry_guard_share == float(cfg["NSFLEET_EXPIRY_GUARD_SHARE"])
 
 
 def test_large_numbers_are_not_rendered_in_exponent_form(render) -> None:
