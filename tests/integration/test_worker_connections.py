@@ -85,3 +85,30 @@ def test_sigterm_lets_in_flight_long_polls_finish(redis_server: RedisServer,
     t.join(10)
     assert results == [304]  # answered (not cut off) as soon as the drain began
     assert time.monotonic() - started < 5
+
+
+def test_worker_rides_out_a_redis_restart(tmp_path: Path) -> None:
+    """Redis goes away and comes back empty on the same port (no persistence): the worker
+    answers 503 / not ready meanwhile, then serves again by itself (scripts reloaded after
+    NOSCRIPT, change feed resubscribed) — no restart of the worker needed."""
+    port = free_port()
+    server = RedisServer(data_dir=tmp_path / "r", port=port, appendonly=False).start()
+    worker = WorkerProcess({"NSFLEET_REDIS_URL": server.url}, tmp_path / "w.log").start()
+    try:
+        _round_trip(worker)
+        server.stop()
+        status, body = http("GET", f"{worker.url}/v1/routes/T1")
+        assert status in (200, 503), body  # 200 only if served from the route cache
+        assert http("GET", f"{worker.url}/v1/cluster-info")[0] == 503
+        assert http("GET", f"{worker.url}/readyz")[0] == 503
+        assert http("GET", f"{worker.url}/livez")[0] == 200
+        server = RedisServer(data_dir=tmp_path / "r2", port=port, appendonly=False).start()
+        deadline = time.monotonic() + 15
+        while http("GET", f"{worker.url}/readyz")[0] != 200:
+            assert time.monotonic() < deadline, "worker never became ready again"
+            time.sleep(0.2)
+        assert http("GET", f"{worker.url}/v1/routes/T1")[0] == 404  # the new Redis is empty
+        _round_trip(worker)  # scripts are loaded again on first use
+    finally:
+        assert worker.stop() == 0
+        server.stop()
