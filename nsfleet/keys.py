@@ -29,7 +29,8 @@ Indexes (never under a row-table prefix)::
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
-  P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change
+  P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
+                                        plus "0 @config" and "0 @sync:<worker>:<n>" markers
   P:config                       hash   NameServer settings changed at run time (code 318)
 """
 
