@@ -392,26 +392,30 @@ async def test_scan_not_active_broker(store: RouteStore) -> None:
     assert (await store.cluster_info()).broker_addr_table == {}
 
 
+async def assert_slave_acts_as_master(store: RouteStore, topic: str,
+                                      slave: BrokerBasicInfo) -> TopicRouteData:
+    """The only live member, a slave, is presented as id 0 and its queues are read-only."""
+    route = await pickup(store, topic)
+    assert route is not None
+    assert route.broker_datas[0].broker_addrs == {MASTER_ID: slave.broker_addr}
+    assert not is_writeable(route.queue_datas[0].perm)
+    return route
+
+
 async def test_pickup_partition_order_topic_route_data(store: RouteStore) -> None:
     topic = "PartitionOrderTopicTest"
     slave, master = BrokerBasicInfo.slave_broker(), BrokerBasicInfo.default_broker()
 
     # Case 1: only the slave (a prime slave: its queue data is written without the write perm).
     await register(store, slave, order_topics(topic))
-    route = await pickup(store, topic)
-    assert route is not None
-    assert route.broker_datas[0].broker_addrs == {MASTER_ID: slave.broker_addr}
-    assert not is_writeable(route.queue_datas[0].perm)
+    route = await assert_slave_acts_as_master(store, topic, slave)
     await unregister(store, slave)
 
     # Case 2: slave, master, then the master unregistered.
     await register(store, slave, order_topics(topic))
     await register(store, master, order_topics(topic))
     await unregister(store, master)
-    route = await pickup(store, topic)
-    assert route is not None
-    assert route.broker_datas[0].broker_addrs == {MASTER_ID: slave.broker_addr}
-    assert not is_writeable(route.queue_datas[0].perm)
+    route = await assert_slave_acts_as_master(store, topic, slave)
     await unregister(store, slave)
 
     # Case 3: two groups on the same addresses; the first group's master is unregistered. The
@@ -440,10 +444,7 @@ async def test_pickup_global_order_topic_route_data(store: RouteStore) -> None:
     slave, master = BrokerBasicInfo.slave_broker(), BrokerBasicInfo.default_broker()
 
     await register(store, slave, global_order_topics(topic))
-    route = await pickup(store, topic)
-    assert route is not None
-    assert route.broker_datas[0].broker_addrs == {MASTER_ID: slave.broker_addr}
-    assert not is_writeable(route.queue_datas[0].perm)
+    route = await assert_slave_acts_as_master(store, topic, slave)
     await unregister(store, slave)
 
     # Case 2: Java re-asserts on the stale route object of case 1; here the route is read again,
@@ -451,10 +452,7 @@ async def test_pickup_global_order_topic_route_data(store: RouteStore) -> None:
     await register(store, slave, global_order_topics(topic))
     await register(store, master, global_order_topics(topic))
     await unregister(store, master)
-    route = await pickup(store, topic)
-    assert route is not None
-    assert route.broker_datas[0].broker_addrs == {MASTER_ID: slave.broker_addr}
-    assert not is_writeable(route.queue_datas[0].perm)
+    route = await assert_slave_acts_as_master(store, topic, slave)
     assert route.queue_datas[0].read_queue_nums == 1
 
 
