@@ -15,7 +15,7 @@ from nsfleet.http import parse
 from nsfleet.http.errors import ApiError, json_body, make_middleware
 from nsfleet.http.openapi import openapi_document
 from nsfleet.model import TopicRouteData
-from nsfleet.nameserver import FeatureDisabled, NameServer
+from nsfleet.nameserver import NameServer
 from nsfleet.store import RegistrationRejected
 
 NS_KEY = web.AppKey("nameserver", NameServer)
@@ -145,22 +145,14 @@ async def cluster_info(request: web.Request) -> web.Response:
 def _topic_list(fetch: Callable[[NameServer], Any], gate: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
         ns = _ns(request)
-        try:
-            getattr(ns, gate)()
-        except FeatureDisabled:
-            raise ApiError(403, "disable: the topic list is turned off by the name server "
-                                "config", 1) from None
+        getattr(ns, gate)()
         return ok({"topicList": await fetch(ns)})
     return handler
 
 
 async def topics_by_cluster(request: web.Request) -> web.Response:
     ns = _ns(request)
-    try:
-        ns.check_topic_list()
-    except FeatureDisabled:
-        raise ApiError(403, "disable: the topic list is turned off by the name server config",
-                       1) from None
+    ns.check_topic_list()
     cluster = validation.name(request.match_info["cluster"], "cluster")
     return ok({"topicList": await ns.store.topics_by_cluster(cluster)})
 

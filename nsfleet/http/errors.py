@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from nsfleet.metrics import Metrics
+from nsfleet.nameserver import FeatureDisabled
 from nsfleet.validation import ValidationError
 
 log = structlog.get_logger(__name__)
@@ -48,6 +49,9 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
             response = error_response(exc.status, str(exc), exc.code)
         except ValidationError as exc:
             response = error_response(400, str(exc))
+        except FeatureDisabled:
+            response = error_response(
+                403, "disable: the topic list is turned off by the name server config", 1)
         except web.HTTPRequestEntityTooLarge as exc:
             response = error_response(413, f"request body over the limit: {exc.text}")
         except web.HTTPException as exc:
