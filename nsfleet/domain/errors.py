@@ -1,0 +1,184 @@
+"""The one error model: every refusal the NameServer makes, with its RocketMQ answer.
+
+Each class carries the RocketMQ response code and the remark the Java NameServer answers with, plus
+the HTTP status the JSON API uses. Front ends map these generically: the remoting server answers
+``code`` + ``remark``; the HTTP app answers ``{"code", "error"}`` with ``http_status``, where
+``code`` is the RocketMQ code when the error has a RocketMQ meaning (``http_reports_code``) and the
+HTTP status otherwise (malformed input, an unreachable Redis).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+
+
+class ResponseCode(IntEnum):
+    """The response codes the NameServer answers with (org.apache.rocketmq.remoting.protocol
+    .ResponseCode)."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    QUERY_NOT_FOUND = 22
+
+
+def java_str(value: object) -> str:
+    """String concatenation in Java: a null prints as "null"."""
+    return "null" if value is None else str(value)
+
+
+class NameServerError(Exception):
+    """A request the NameServer refuses."""
+
+    code: ResponseCode = ResponseCode.SYSTEM_ERROR
+    http_status: int = 500
+    http_reports_code = True
+
+    def __init__(self, remark: str, detail: str | None = None) -> None:
+        super().__init__(remark)
+        self.remark = remark
+        self.detail = detail  # more words for a human (HTTP), never sent over remoting
+
+    @property
+    def message(self) -> str:
+        """The HTTP API's error text."""
+        return f"{self.remark}: {self.detail}" if self.detail else self.remark
+
+    @property
+    def body_code(self) -> int:
+        """The ``code`` field of the HTTP API's error body."""
+        return int(self.code) if self.http_reports_code else self.http_status
+
+
+class BadRequest(NameServerError):
+    """The request itself is malformed. The Java NameServer lets such a request's exception
+    escape the processor, so the remoting answer never carries a response header."""
+
+    http_status = 400
+    http_reports_code = False
+
+
+class ValidationError(BadRequest, ValueError):
+    """A request field is missing or invalid; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class BodyDecodeError(BadRequest, ValueError):
+    """A request body that the Java NameServer could not decode either."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"BodyDecodeError: {message}")
+
+    def __str__(self) -> str:
+        return self.remark.removeprefix("BodyDecodeError: ")
+
+
+class Crc32Mismatch(NameServerError):
+    """REGISTER_BROKER's body does not match its bodyCrc32 header."""
+
+    http_status = 400
+
+    def __init__(self) -> None:
+        super().__init__("crc32 not match")
+
+
+class RegistrationRejected(NameServerError):
+    """The single-topic guard refused a registration (RouteInfoManager.registerBroker)."""
+
+    http_status = 409
+
+    def __init__(self) -> None:
+        super().__init__("register broker failed",
+                         "a single-topic registration from an unknown broker id")
+
+
+class TopicRouteNotFound(NameServerError):
+    """No route for the topic (DefaultRequestProcessor / ClientRequestProcessor.getRouteInfo)."""
+
+    code = ResponseCode.TOPIC_NOT_EXIST
+    http_status = 404
+
+    def __init__(self, topic: str | None) -> None:
+        super().__init__(f"No topic route info in name server for the topic: {java_str(topic)}"
+                         f"{FAQ}")
+        self.topic = topic
+
+    @property
+    def message(self) -> str:
+        return self.remark.removesuffix(FAQ)
+
+
+class KvNotFound(NameServerError):
+    """GET_KV_CONFIG / GET_KVLIST_BY_NAMESPACE found nothing."""
+
+    code = ResponseCode.QUERY_NOT_FOUND
+    http_status = 404
+
+    def __init__(self, namespace: str | None, key: str | None = None, *,
+                 whole_namespace: bool = False) -> None:
+        remark = f"No config item, Namespace: {java_str(namespace)}"
+        if not whole_namespace:
+            remark += f" Key: {java_str(key)}"
+        super().__init__(remark)
+
+
+class FeatureDisabled(NameServerError):
+    """A topic list was asked for while enableAllTopicList / enableTopicList is false."""
+
+    http_status = 403
+
+    def __init__(self) -> None:
+        super().__init__("disable", "the topic list is turned off by the name server config")
+
+
+class NotReady(NameServerError):
+    """needWaitForService: routes are refused for waitSecondsForService after start."""
+
+    http_status = 503
+
+    def __init__(self) -> None:
+        super().__init__("name server not ready")
+
+
+class ConfigBlacklisted(NameServerError):
+    """UPDATE_NAMESRV_CONFIG named a key that may never be changed remotely."""
+
+    code = ResponseCode.NO_PERMISSION
+    http_status = 403
+
+    def __init__(self, keys: str) -> None:
+        super().__init__("Can not update config in black list.", keys)
+
+
+class ConfigUnparsable(NameServerError):
+    """UPDATE_NAMESRV_CONFIG's body is not Java Properties text."""
+
+    http_status = 400
+
+    def __init__(self) -> None:
+        super().__init__("string2Properties error")
+
+
+class StoreUnavailable(NameServerError):
+    """Redis cannot be reached (or timed out); the request may be retried."""
+
+    http_status = 503
+    http_reports_code = False
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Redis unavailable: {reason}")
+
+
+class StoreFailed(NameServerError):
+    """Redis answered with an error."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Redis error: {reason}")

@@ -1,0 +1,277 @@
+"""RocketMQ's route objects, with the Java field names used on the wire.
+
+``to_dict`` produces plain dicts whose ``brokerAddrs`` keys are ``int`` (Java ``Long``): the
+standard encoder quotes them, the fastjson-legacy encoder writes them bare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsfleet.domain import validation
+from nsfleet.domain.errors import ValidationError
+from nsfleet.domain.java import to_bool, to_int, to_object
+
+PERM_PRIORITY = 8
+PERM_READ = 4
+PERM_WRITE = 2
+PERM_INHERIT = 1
+FLAG_UNIT = 1
+FLAG_UNIT_SUB = 2
+MASTER_ID = 0
+DEFAULT_HEARTBEAT_TIMEOUT_MS = 120_000
+# TopicConfig's field initialisers: what a topic missing a value gets, whichever protocol.
+DEFAULT_READ_QUEUE_NUMS = 16
+DEFAULT_WRITE_QUEUE_NUMS = 16
+DEFAULT_PERM = PERM_READ | PERM_WRITE
+SYNC_BROKER_MEMBER_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
+
+
+def is_writeable(perm: int) -> bool:
+    return bool(perm & PERM_WRITE)
+
+
+def is_readable(perm: int) -> bool:
+    return bool(perm & PERM_READ)
+
+
+@dataclass(slots=True)
+class DataVersion:
+    counter: int = 0
+    timestamp: int = 0
+    state_version: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"counter": self.counter, "stateVersion": self.state_version,
+                "timestamp": self.timestamp}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> DataVersion:  # temporary
+        return cls.from_json(d)
+
+    @classmethod
+    def from_json(cls, value: Any, field: str = "dataVersion") -> DataVersion:
+        """A DataVersion JSON object; missing fields (and a null object) read as 0. Java would
+        default a missing timestamp to "now", which nothing depends on."""
+        d = to_object(value, field)
+        return cls(to_int(d.get("counter"), f"{field}.counter"),
+                   to_int(d.get("timestamp"), f"{field}.timestamp"),
+                   to_int(d.get("stateVersion"), f"{field}.stateVersion"))
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = DEFAULT_READ_QUEUE_NUMS
+    write_queue_nums: int = DEFAULT_WRITE_QUEUE_NUMS
+    perm: int = DEFAULT_PERM
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    @classmethod
+    def from_json(cls, key: str, value: Any, field: str = "topicConfigTable") -> TopicConfig:
+        """One topicConfigTable entry. Java keys the route by the TopicConfig's own topicName;
+        a body that leaves it out (hand-written JSON) falls back on the map key."""
+        what = f"{field}.{key}"
+        obj = to_object(value, what)
+        name = obj.get("topicName")
+        return cls(
+            topic_name=str(name) if name is not None else key,
+            read_queue_nums=to_int(obj.get("readQueueNums"), f"{what}.readQueueNums",
+                                   DEFAULT_READ_QUEUE_NUMS),
+            write_queue_nums=to_int(obj.get("writeQueueNums"), f"{what}.writeQueueNums",
+                                    DEFAULT_WRITE_QUEUE_NUMS),
+            perm=to_int(obj.get("perm"), f"{what}.perm", DEFAULT_PERM),
+            topic_sys_flag=to_int(obj.get("topicSysFlag"), f"{what}.topicSysFlag"),
+            order=to_bool(obj.get("order"), f"{what}.order"))
+
+
+@dataclass(slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerName": self.broker_name, "perm": self.perm,
+                "readQueueNums": self.read_queue_nums, "topicSysFlag": self.topic_sys_flag,
+                "writeQueueNums": self.write_queue_nums}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> QueueData:
+        return cls(str(d["brokerName"]), int(d.get("readQueueNums", 0)),
+                   int(d.get("writeQueueNums", 0)), int(d.get("perm", 0)),
+                   int(d.get("topicSysFlag", d.get("topicSynFlag", 0)) or 0))
+
+    @classmethod
+    def from_json(cls, value: Any, field: str) -> QueueData:
+        """A QueueData JSON object from a request, with TopicConfig's defaults for missing
+        values (``topicSynFlag`` is the field's old, misspelt name)."""
+        obj = to_object(value, field)
+        name = obj.get("brokerName")
+        if not isinstance(name, str) or not name:
+            raise ValidationError(f"{field}.brokerName", "is required")
+        sys_flag = obj.get("topicSysFlag", obj.get("topicSynFlag"))
+        return cls(name,
+                   to_int(obj.get("readQueueNums"), f"{field}.readQueueNums",
+                          DEFAULT_READ_QUEUE_NUMS),
+                   to_int(obj.get("writeQueueNums"), f"{field}.writeQueueNums",
+                          DEFAULT_WRITE_QUEUE_NUMS),
+                   to_int(obj.get("perm"), f"{field}.perm", DEFAULT_PERM),
+                   to_int(sys_flag, f"{field}.topicSysFlag"))
+
+
+@dataclass(slots=True)
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+    enable_acting_master: bool = False
+    zone_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"brokerAddrs": dict(sorted(self.broker_addrs.items())),
+                             "brokerName": self.broker_name, "cluster": self.cluster,
+                             "enableActingMaster": self.enable_acting_master}
+        if self.zone_name:
+            d["zoneName"] = self.zone_name
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BrokerData:
+        addrs = {int(k): str(v) for k, v in (d.get("brokerAddrs") or {}).items()}
+        return cls(str(d.get("cluster", "")), str(d["brokerName"]), addrs,
+                   bool(d.get("enableActingMaster", False)), d.get("zoneName"))
+
+
+@dataclass(slots=True)
+class TopicRouteData:
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    filter_server_table: dict[str, list[str]] = field(default_factory=dict)
+    order_topic_conf: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"brokerDatas": [b.to_dict() for b in self.broker_datas],
+                             "filterServerTable": dict(sorted(self.filter_server_table.items()))}
+        if self.order_topic_conf is not None:
+            d["orderTopicConf"] = self.order_topic_conf
+        d["queueDatas"] = [q.to_dict() for q in self.queue_datas]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TopicRouteData:
+        return cls([QueueData.from_dict(q) for q in d.get("queueDatas") or []],
+                   [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
+                   {k: list(v) for k, v in (d.get("filterServerTable") or {}).items()},
+                   d.get("orderTopicConf"))
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerAddrTable": {n: b.to_dict()
+                                    for n, b in sorted(self.broker_addr_table.items())},
+                "clusterAddrTable": {c: sorted(ns)
+                                     for c, ns in sorted(self.cluster_addr_table.items())}}
+
+
+@dataclass(slots=True)
+class RegisterResult:
+    """What REGISTER_BROKER answers. ``fenced`` is the stateVersion early return (§3.2 step 6)."""
+
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+    kv_table: dict[str, str] | None = None
+    generation: int = 0
+    fenced: bool = False
+
+
+@dataclass(slots=True)
+class LiveBroker:
+    """One row of the brokers table (brokerLiveTable) as admin tools list it."""
+
+    cluster: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    ha_server_addr: str
+    last_update_timestamp: int
+    heartbeat_timeout_millis: int
+    data_version: DataVersion
+    zone_name: str | None
+
+    @property
+    def deadline(self) -> int:
+        return self.last_update_timestamp + self.heartbeat_timeout_millis
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"clusterName": self.cluster, "brokerAddr": self.broker_addr,
+                "brokerName": self.broker_name, "brokerId": self.broker_id,
+                "haServerAddr": self.ha_server_addr,
+                "lastUpdateTimestamp": self.last_update_timestamp,
+                "heartbeatTimeoutMillis": self.heartbeat_timeout_millis,
+                "deadline": self.deadline, "dataVersion": self.data_version.to_dict(),
+                "zoneName": self.zone_name}
+
+
+@dataclass(slots=True)
+class BrokerRegistration:
+    """One REGISTER_BROKER call, whichever protocol it came in on."""
+
+    cluster: str
+    addr: str
+    name: str
+    broker_id: int
+    ha_server_addr: str | None = None
+    zone_name: str | None = None
+    heartbeat_timeout_millis: int | None = None
+    enable_acting_master: bool | None = None  # None: an old-version broker (no header field)
+    data_version: DataVersion = field(default_factory=DataVersion)
+    topic_configs: Sequence[TopicConfig] = ()
+    filter_server_list: Sequence[str] | None = None
+    # The body carried static-topic mappings, which (as in Java) turns
+    # deleteTopicWithBrokerRegistration off for this call.
+    static_topics: bool = False
+
+    def validated(self) -> BrokerRegistration:
+        validation.name(self.cluster, "clusterName")
+        validation.addr(self.addr, "brokerAddr")
+        validation.name(self.name, "brokerName")
+        validation.broker_id(self.broker_id)
+        validation.optional_addr(self.ha_server_addr, "haServerAddr")
+        if self.zone_name and not _valid_zone(self.zone_name):
+            raise ValidationError(
+                "zoneName", f"must be printable, at most {validation.NAME_MAX_LEN} characters")
+        if self.heartbeat_timeout_millis is not None:
+            validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
+                               86_400_000)
+        for f in ("counter", "timestamp", "state_version"):
+            validation.integer(getattr(self.data_version, f), f"dataVersion.{f}", 0)
+        seen: set[str] = set()
+        for tc in self.topic_configs:
+            field_ = f"topicConfigTable.{tc.topic_name}"
+            validation.topic(tc.topic_name, "topicConfigTable")
+            if tc.topic_name in seen:
+                raise ValidationError(field_, "listed twice")
+            seen.add(tc.topic_name)
+            validation.queue_nums(tc.read_queue_nums, f"{field_}.readQueueNums")
+            validation.queue_nums(tc.write_queue_nums, f"{field_}.writeQueueNums")
+            validation.perm(tc.perm, f"{field_}.perm")
+            validation.integer(tc.topic_sys_flag, f"{field_}.topicSysFlag", 0)
+        for i, f in enumerate(self.filter_server_list or ()):
+            validation.addr(f, f"filterServerList[{i}]")
+        return self
+
+
+def _valid_zone(zone: object) -> bool:
+    """zoneName is a stored value, never a key component: any printable text will do (Java takes
+    any string; RocketMQ's own fixture B passes the broker address, "host:port")."""
+    return isinstance(zone, str) and len(zone) <= validation.NAME_MAX_LEN and zone.isprintable()
