@@ -24,10 +24,10 @@ from pathlib import Path
 import aiohttp
 import redis.asyncio as aioredis
 
-from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer, free_port
 from nsfleet.remoting.codec import FrameDecoder, RemotingCommand, encode_frame
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 
 RESULTS = Path(__file__).parent / "results" / "route_bench.json"
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from nsfleet import __version__, admin, config, simulate
 from nsfleet.analytics import cli as analytics_cli
-from nsfleet.validation import ValidationError
+from nsfleet.domain.errors import ValidationError
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from nsfleet import validation
+from nsfleet.domain import validation
 
 
 def _default_data_dir() -> str:

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+from nsfleet.domain.model import ORDER_TOPIC_CONFIG
+
+__all__ = ["ORDER_TOPIC_CONFIG", "TABLE_PREFIX", "Keys", "escape", "live_member", "unescape"]
 
 
 def escape(part: str) -> str:

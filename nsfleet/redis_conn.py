@@ -8,8 +8,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.sentinel import Sentinel
 
 MIN_VERSION = (6, 2)
-POOL_SIZE = 64  # Redis connections per worker; more rarely helps (perf-notes: the client is
-POOL_WAIT = 10.0  # the bottleneck), and a burst beyond it waits up to POOL_WAIT seconds
+POOL_SIZE = 64  # Redis connections per worker; more rarely helps (the Python client
+POOL_WAIT = 10.0  # is the bottleneck), and a burst beyond it waits up to POOL_WAIT seconds
 
 
 class UnsuitableRedis(RuntimeError):

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 
 from nsfleet.client.broker_agent import BrokerIdentity
-from nsfleet.model import (
+from nsfleet.domain.model import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,

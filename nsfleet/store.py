@@ -7,79 +7,33 @@ before any script runs, so a rejected call writes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 
-from nsfleet import scripts, validation
-from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
-from nsfleet.model import (
+from nsfleet import scripts
+from nsfleet.change_feed import ChangeFeed
+from nsfleet.domain import validation
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
     BrokerData,
+    BrokerRegistration,
     ClusterInfo,
     DataVersion,
     LiveBroker,
     QueueData,
     RegisterResult,
-    TopicConfig,
     TopicRouteData,
 )
+from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
+from nsfleet.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
-
-
-class RegistrationRejected(Exception):
-    """The single-topic guard refused a registration (Java: "register broker failed")."""
-
-
-@dataclass(slots=True)
-class BrokerRegistration:
-    """One REGISTER_BROKER call, whichever protocol it came in on."""
-
-    cluster: str
-    addr: str
-    name: str
-    broker_id: int
-    ha_server_addr: str | None = None
-    zone_name: str | None = None
-    heartbeat_timeout_millis: int | None = None
-    enable_acting_master: bool | None = None  # None: an old-version broker (no header field)
-    data_version: DataVersion = field(default_factory=DataVersion)
-    topic_configs: Sequence[TopicConfig] = ()
-    filter_server_list: Sequence[str] | None = None
-
-    def validated(self) -> BrokerRegistration:
-        validation.name(self.cluster, "clusterName")
-        validation.addr(self.addr, "brokerAddr")
-        validation.name(self.name, "brokerName")
-        validation.broker_id(self.broker_id)
-        validation.optional_addr(self.ha_server_addr, "haServerAddr")
-        if self.zone_name and not _valid_zone(self.zone_name):
-            raise validation.ValidationError(
-                "zoneName", f"must be printable, at most {validation.NAME_MAX_LEN} characters")
-        if self.heartbeat_timeout_millis is not None:
-            validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
-                               86_400_000)
-        for f in ("counter", "timestamp", "state_version"):
-            validation.integer(getattr(self.data_version, f), f"dataVersion.{f}", 0)
-        seen: set[str] = set()
-        for tc in self.topic_configs:
-            field_ = f"topicConfigTable.{tc.topic_name}"
-            validation.topic(tc.topic_name, "topicConfigTable")
-            if tc.topic_name in seen:
-                raise validation.ValidationError(field_, "listed twice")
-            seen.add(tc.topic_name)
-            validation.queue_nums(tc.read_queue_nums, f"{field_}.readQueueNums")
-            validation.queue_nums(tc.write_queue_nums, f"{field_}.writeQueueNums")
-            validation.perm(tc.perm, f"{field_}.perm")
-            validation.integer(tc.topic_sys_flag, f"{field_}.topicSysFlag", 0)
-        for i, f in enumerate(self.filter_server_list or ()):
-            validation.addr(f, f"filterServerList[{i}]")
-        return self
 
 
 @dataclass(slots=True)
@@ -99,12 +53,6 @@ class SweepResult:
     removed: list[tuple[str, str, str]]  # (cluster, addr, brokerName)
 
 
-def _valid_zone(zone: object) -> bool:
-    """zoneName is a stored value, never a key component: any printable text will do (Java takes
-    any string; RocketMQ's own fixture B passes the broker address, "host:port")."""
-    return isinstance(zone, str) and len(zone) <= validation.NAME_MAX_LEN and zone.isprintable()
-
-
 def _flag(b: bool) -> str:
     return "1" if b else "0"
 
@@ -117,19 +65,18 @@ def _members(flat: Sequence[str]) -> dict[int, str]:
     return {int(k): v for k, v in _pairs(flat).items()}
 
 
+@translating_redis_errors
 class RouteStore:
     """Async access to one namespace's route tables."""
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
-                 on_script: Callable[[str, float], None] | None = None,
-                 after_write: Callable[[], Awaitable[None]] | None = None) -> None:
-        """``on_script(name, seconds)`` is told the duration of every script call (metrics);
-        ``after_write()`` is awaited after every write script (the route cache's sync)."""
+                 on_script: Callable[[str, float], None] | None = None) -> None:
+        """``on_script(name, seconds)`` is told the duration of every script call (metrics)."""
         self.on_script = on_script
-        self.after_write = after_write
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
+        self.changes = ChangeFeed(redis, self.keys.changes)
         self._scripts: dict[str, AsyncScript] = {
             name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
         }
@@ -146,8 +93,6 @@ class RouteStore:
         finally:
             if self.on_script is not None:
                 self.on_script(name, time.perf_counter() - started)
-        if self.after_write is not None and name in scripts.WRITE_SCRIPTS:
-            await self.after_write()
         return result
 
     # --- brokers -------------------------------------------------------------------------------
@@ -172,7 +117,7 @@ class RouteStore:
             self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         status = reply[0]
         if status == "rejected":
-            raise RegistrationRejected("register broker failed")
+            raise RegistrationRejected
         if status == "fenced":
             return RegisterResult(fenced=True)
         return RegisterResult(master_addr=reply[1] or None, ha_server_addr=reply[2] or None,
@@ -366,3 +311,18 @@ class RouteStore:
         pipe.hgetall(self.keys.kv_table(namespace))
         exists, table = await pipe.execute()
         return dict(table) if exists else None
+
+    # --- the worker's own needs ----------------------------------------------------------------
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless Redis answers."""
+        await self.redis.ping()
+
+    async def read_config(self) -> dict[str, str]:
+        """The fleet-wide NamesrvConfig values changed at run time (P:config)."""
+        return dict(await self.redis.hgetall(self.keys.config))
+
+    async def write_config(self, values: dict[str, str]) -> None:
+        """Store NamesrvConfig values fleet-wide and tell every worker."""
+        await self.redis.hset(self.keys.config, mapping=values)
+        await self.changes.publish_config_changed()

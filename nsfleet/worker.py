@@ -21,13 +21,13 @@ from nsfleet.config import Settings
 from nsfleet.embedded import EmbeddedRedis
 from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.metrics import Metrics
-from nsfleet.nameserver import NameServer
-from nsfleet.namesrv_config import NamesrvConfig
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
-from nsfleet.route_cache import RouteCache
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.route_cache import RouteCache
+from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
-from nsfleet.sweeper import Sweeper
 
 log = structlog.get_logger(__name__)
 CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
@@ -68,7 +68,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     store = RouteStore(client, settings.namespace,
                        on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
-    store.after_write = cache.sync  # read your writes on this worker
     config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
                                           "bindAddress": settings.host})
     ns = NameServer(settings, store, cache, config, metrics)

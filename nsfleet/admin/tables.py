@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from nsfleet.model import PERM_INHERIT, PERM_READ, PERM_WRITE
+from nsfleet.domain.model import PERM_INHERIT, PERM_READ, PERM_WRITE
 
 
 def _table(*columns: str, title: str) -> Table:

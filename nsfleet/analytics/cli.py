@@ -23,7 +23,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from nsfleet import validation
+from nsfleet.domain import validation
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

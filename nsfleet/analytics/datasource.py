@@ -34,9 +34,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from nsfleet import validation
 from nsfleet.analytics import scan, tables
 from nsfleet.analytics.tables import Kind
+from nsfleet.domain import validation
 
 FORMAT = "nsfleet"
 DEFAULT_URL = "redis://127.0.0.1:6379/0"

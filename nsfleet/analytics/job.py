@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from nsfleet.analytics.datasource import read_table
-from nsfleet.model import MASTER_ID, PERM_WRITE
+from nsfleet.domain.model import MASTER_ID, PERM_WRITE
 
 NO_ZONE = "(none)"
 """Zone label of brokers registered without one (a real zone cannot contain parentheses)."""

@@ -1,6 +1,6 @@
 """BrokerAgent: what a RocketMQ broker does towards its NameServers, over nsfleet's HTTP API.
 
-Behaviour (BrokerController / BrokerOuterAPI, reference §6.2):
+Behaviour (BrokerController / BrokerOuterAPI):
 
 * ``start()`` sends a full registration (``forceRegister=true`` at start) and raises when no
   worker accepted it, then a background task runs every ``interval`` seconds.
@@ -19,8 +19,8 @@ Behaviour (BrokerController / BrokerOuterAPI, reference §6.2):
 * ``close()`` unregisters (Java: UNREGISTER_BROKER on shutdown, 3 s timeout).
 
 A topic table of exactly one topic cannot register a broker the fleet does not know: the
-NameServer's single-topic guard (§3.2 step 7) refuses it (ApiError 409). Real brokers always
-register their system topics (TBW102, SELF_TEST_TOPIC, ...) as well.
+NameServer's single-topic guard (RouteInfoManager.registerBroker) refuses it (ApiError 409).
+Real brokers always register their system topics (TBW102, SELF_TEST_TOPIC, ...) as well.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 
 from nsfleet.client.http import FleetHttp
-from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.domain.model import DataVersion, TopicConfig
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class AgentStats:
     heartbeats: int = 0  # query-data-version calls that answered
     errors: int = 0  # cycles in which no worker answered
     last_error: str | None = None
-    fenced: int = 0  # registrations refused by stateVersion fencing (§3.2 step 6)
+    fenced: int = 0  # registrations refused by stateVersion fencing (registerBroker)
 
 
 def clamp_interval(period: float, bounds: tuple[float, float] | None = INTERVAL_BOUNDS) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from nsfleet.model import MASTER_ID, TopicRouteData, is_readable, is_writeable
+from nsfleet.domain.model import MASTER_ID, TopicRouteData, is_readable, is_writeable
 
 DEFAULT_TOPIC = "TBW102"  # TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC, producer createTopicKey
 DEFAULT_TOPIC_QUEUE_NUMS = 4  # DefaultMQProducer.defaultTopicQueueNums

@@ -33,7 +33,7 @@ from nsfleet.client.queues import (
     publish_info,
     subscribe_queues,
 )
-from nsfleet.model import TopicRouteData
+from nsfleet.domain.model import TopicRouteData
 
 log = logging.getLogger(__name__)
 

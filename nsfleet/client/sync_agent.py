@@ -8,7 +8,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
 from nsfleet.client.broker_agent import AgentStats, BrokerAgent, BrokerIdentity
-from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.domain.model import DataVersion, TopicConfig
 
 T = TypeVar("T")
 

@@ -182,3 +182,12 @@ class StoreFailed(NameServerError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"Redis error: {reason}")
+
+
+class KvKeyMissing(NameServerError):
+    """PUT_KV_CONFIG without a namespace or key (DefaultRequestProcessor.putKVConfig)."""
+
+    http_status = 400
+
+    def __init__(self) -> None:
+        super().__init__("namespace or key is null")

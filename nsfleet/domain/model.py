@@ -27,6 +27,8 @@ DEFAULT_READ_QUEUE_NUMS = 16
 DEFAULT_WRITE_QUEUE_NUMS = 16
 DEFAULT_PERM = PERM_READ | PERM_WRITE
 SYNC_BROKER_MEMBER_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
+# The KV namespace whose table is served as routes' orderTopicConf (NamesrvUtil).
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
 def is_writeable(perm: int) -> bool:
@@ -46,10 +48,6 @@ class DataVersion:
     def to_dict(self) -> dict[str, int]:
         return {"counter": self.counter, "stateVersion": self.state_version,
                 "timestamp": self.timestamp}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> DataVersion:  # temporary
-        return cls.from_json(d)
 
     @classmethod
     def from_json(cls, value: Any, field: str = "dataVersion") -> DataVersion:
@@ -185,7 +183,8 @@ class ClusterInfo:
 
 @dataclass(slots=True)
 class RegisterResult:
-    """What REGISTER_BROKER answers. ``fenced`` is the stateVersion early return (§3.2 step 6)."""
+    """What REGISTER_BROKER answers. ``fenced`` is the stateVersion early return of
+    RouteInfoManager.registerBroker."""
 
     master_addr: str | None = None
     ha_server_addr: str | None = None
@@ -226,10 +225,10 @@ class LiveBroker:
 class BrokerRegistration:
     """One REGISTER_BROKER call, whichever protocol it came in on."""
 
-    cluster: str
-    addr: str
-    name: str
-    broker_id: int
+    cluster: str | None
+    addr: str | None
+    name: str | None
+    broker_id: int | None
     ha_server_addr: str | None = None
     zone_name: str | None = None
     heartbeat_timeout_millis: int | None = None

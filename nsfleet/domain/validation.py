@@ -51,7 +51,9 @@ def optional_addr(value: object, field: str) -> str:
 
 
 def integer(value: object, field: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or value is None:
+    if value is None:
+        raise ValidationError(field, "is required")
+    if isinstance(value, bool):
         raise ValidationError(field, "must be an integer")
     try:
         n = int(value)  # type: ignore[call-overload]

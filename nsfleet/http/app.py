@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from nsfleet import validation
+from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
+from nsfleet.domain.model import TopicRouteData
 from nsfleet.http import parse
-from nsfleet.http.errors import ApiError, json_body, make_middleware
+from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
-from nsfleet.model import TopicRouteData
-from nsfleet.nameserver import NameServer
-from nsfleet.store import RegistrationRejected
+from nsfleet.service.nameserver import NameServer
 
 NS_KEY = web.AppKey("nameserver", NameServer)
 STATE_KEY = web.AppKey("state", dict)
@@ -38,63 +37,59 @@ def _ns(request: web.Request) -> NameServer:
     return request.app[NS_KEY]
 
 
+async def _body(request: web.Request) -> dict[str, Any]:
+    return parse.json_object(await request.read())
+
+
 # --- brokers -------------------------------------------------------------------------------------
 
 async def register_broker(request: web.Request) -> web.Response:
-    reg = parse.registration(await json_body(request))
-    try:
-        result = await _ns(request).register_broker(reg)
-    except RegistrationRejected as exc:
-        raise ApiError(409, f"{exc}: a single-topic registration from an unknown broker id",
-                       1) from None
+    result = await _ns(request).register_broker(parse.registration(await _body(request)))
     return ok({"masterAddr": result.master_addr, "haServerAddr": result.ha_server_addr,
                "kvTable": result.kv_table, "registrationId": result.generation,
                "fenced": result.fenced})
 
 
 async def heartbeat(request: web.Request) -> web.Response:
-    cluster, addr, _, _ = parse.broker_identity(await json_body(request))
-    found = await _ns(request).store.heartbeat(cluster, addr)
-    return ok({"known": found})
+    cluster, addr, _ = parse.broker_identity(await _body(request))
+    return ok({"known": await _ns(request).heartbeat(cluster, addr)})
 
 
 async def query_data_version(request: web.Request) -> web.Response:
-    body = await json_body(request)
-    cluster, addr, _, _ = parse.broker_identity(body)
-    dv = parse.data_version(parse.required(body, "dataVersion"))
-    changed, stored = await _ns(request).store.query_data_version(cluster, addr, dv)
+    body = await _body(request)
+    cluster, addr, _ = parse.broker_identity(body)
+    changed, stored = await _ns(request).query_data_version(cluster, addr,
+                                                            parse.data_version(body))
     return ok({"changed": changed, "dataVersion": stored.to_dict() if stored else None})
 
 
 async def unregister_broker(request: web.Request) -> web.Response:
-    cluster, addr, name, _ = parse.broker_identity(await json_body(request))
-    outcome = await _ns(request).store.unregister_broker(cluster, addr, name)
+    cluster, addr, name = parse.broker_identity(await _body(request))
+    outcome = await _ns(request).unregister_broker(cluster, addr, name)
     return ok({"groupRemoved": outcome == 1})
 
 
 async def list_brokers(request: web.Request) -> web.Response:
-    brokers = await _ns(request).store.live_brokers()
-    return ok({"brokers": [b.to_dict() for b in sorted(
-        brokers, key=lambda b: (b.cluster, b.broker_name, b.broker_id))]})
+    return ok({"brokers": [b.to_dict() for b in await _ns(request).live_brokers()]})
 
 
 async def wipe_write_perm(request: web.Request) -> web.Response:
-    name = validation.name(request.match_info["broker_name"], "brokerName")
-    return ok({"wipeTopicCount": await _ns(request).store.wipe_write_perm(name)})
+    name = request.match_info["broker_name"]
+    return ok({"wipeTopicCount": await _ns(request).wipe_write_perm(name)})
 
 
 async def add_write_perm(request: web.Request) -> web.Response:
-    name = validation.name(request.match_info["broker_name"], "brokerName")
-    return ok({"addTopicCount": await _ns(request).store.add_write_perm(name)})
+    name = request.match_info["broker_name"]
+    return ok({"addTopicCount": await _ns(request).add_write_perm(name)})
 
 
 async def broker_member_group(request: web.Request) -> web.Response:
-    name = validation.name(request.match_info["broker_name"], "brokerName")
-    cluster = request.query.get("cluster", "")
-    group = await _ns(request).store.broker_member_group(cluster, name)
-    return ok({"brokerMemberGroup": {"cluster": group.cluster, "brokerName": group.broker_name,
+    name = request.match_info["broker_name"]
+    addrs = await _ns(request).broker_member_group(name)
+    return ok({"brokerMemberGroup": {"cluster": request.query.get("cluster", ""),
+                                     "brokerName": name,
                                      "brokerAddrs": {str(k): v for k, v in
-                                                     sorted(group.broker_addrs.items())}}})
+                                                     sorted(addrs.items())}}})
 
 
 # --- routes and topics ---------------------------------------------------------------------------
@@ -106,9 +101,9 @@ def _wait_seconds(request: web.Request, limit: float) -> float:
     try:
         wait = float(raw)
     except ValueError:
-        raise validation.ValidationError("wait", f"{raw!r} is not a number of seconds") from None
+        raise ValidationError("wait", f"{raw!r} is not a number of seconds") from None
     if not 0 <= wait <= limit:
-        raise validation.ValidationError("wait", f"must be between 0 and {limit:g} seconds")
+        raise ValidationError("wait", f"must be between 0 and {limit:g} seconds")
     return wait
 
 
@@ -116,97 +111,77 @@ async def get_route(request: web.Request) -> web.StreamResponse:
     """The topic's TopicRouteData. ETag is the topic's change counter; with If-None-Match and
     ?wait=S the request long-polls until the route changes (200) or S seconds pass (304)."""
     ns = _ns(request)
-    topic = validation.topic(request.match_info["topic"])
+    topic = request.match_info["topic"]
     wait = _wait_seconds(request, ns.settings.long_poll_max)
     known = request.headers.get("If-None-Match", "").strip('W/"')
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
     state = request.app[STATE_KEY]
-    while True:
-        answer = await ns.route(topic)
-        etag = str(answer.rev) if answer else "0"
-        remaining = deadline - loop.time()
-        if known != etag or remaining <= 0 or state["draining"]:
-            break
-        await ns.cache.wait_for_change(topic, min(remaining, 1.0))
+    answer = await ns.route_change(topic, known, wait, lambda: state["draining"])
+    etag = answer.etag if answer else "0"
     if known == etag:
         return web.Response(status=304, headers={"ETag": f'"{etag}"'})
     if answer is None:
-        raise ApiError(404, f"No topic route info in name server for the topic: {topic}", 17)
+        raise TopicRouteNotFound(topic)
     body = answer.encoded("standard-json", _standard_route_json)
     return web.Response(body=body, content_type="application/json",
                         headers={"ETag": f'"{etag}"'})
 
 
 async def cluster_info(request: web.Request) -> web.Response:
-    return ok((await _ns(request).store.cluster_info()).to_dict())
+    return ok((await _ns(request).cluster_info()).to_dict())
 
 
-def _topic_list(fetch: Callable[[NameServer], Any], gate: str) -> Any:
+def _topic_list(fetch: Callable[[NameServer], Awaitable[list[str]]]) -> Any:
     async def handler(request: web.Request) -> web.Response:
-        ns = _ns(request)
-        getattr(ns, gate)()
-        return ok({"topicList": await fetch(ns)})
+        return ok({"topicList": await fetch(_ns(request))})
     return handler
 
 
 async def topics_by_cluster(request: web.Request) -> web.Response:
-    ns = _ns(request)
-    ns.check_topic_list()
-    cluster = validation.name(request.match_info["cluster"], "cluster")
-    return ok({"topicList": await ns.store.topics_by_cluster(cluster)})
+    topics = await _ns(request).topics_by_cluster(request.match_info["cluster"])
+    return ok({"topicList": topics})
 
 
 async def system_topics(request: web.Request) -> web.Response:
-    topics, addr = await _ns(request).store.system_topic_list()
+    topics, addr = await _ns(request).system_topic_list()
     return ok({"topicList": topics, "brokerAddr": addr})
 
 
 async def delete_topic(request: web.Request) -> web.Response:
-    topic = validation.topic(request.match_info["topic"])
-    cluster = request.query.get("cluster")
-    if cluster is not None:
-        validation.name(cluster, "cluster")
-    removed = await _ns(request).store.delete_topic(topic, cluster)
+    removed = await _ns(request).delete_topic(request.match_info["topic"],
+                                              request.query.get("cluster"))
     return ok({"removedQueueDatas": removed})
 
 
 async def register_topic(request: web.Request) -> web.Response:
-    topic = validation.topic(request.match_info["topic"])
-    qds = parse.queue_datas(await json_body(request))
-    written = await _ns(request).store.register_topic(topic, qds)
+    qds = parse.queue_datas(await _body(request))
+    written = await _ns(request).register_topic(request.match_info["topic"], qds)
     return ok({"writtenQueueDatas": written})
 
 
 # --- KV config -----------------------------------------------------------------------------------
 
 async def kv_put(request: web.Request) -> web.Response:
-    ns_, key = request.match_info["namespace"], request.match_info["key"]
-    value = parse.string(await json_body(request), "value")
-    assert value is not None
-    changed = await _ns(request).store.kv_put(ns_, key, value)
+    value = parse.string(await _body(request), "value")
+    if value is None:
+        raise ValidationError("value", "is required")
+    changed = await _ns(request).kv_put(request.match_info["namespace"],
+                                        request.match_info["key"], value)
     return ok({"changed": changed})
 
 
 async def kv_get(request: web.Request) -> web.Response:
-    ns_, key = request.match_info["namespace"], request.match_info["key"]
-    value = await _ns(request).store.kv_get(ns_, key)
-    if value is None:
-        raise ApiError(404, f"No config item, Namespace: {ns_} Key: {key}", 22)
+    value = await _ns(request).kv_get(request.match_info["namespace"], request.match_info["key"])
     return ok({"value": value})
 
 
 async def kv_delete(request: web.Request) -> web.Response:
-    ns_, key = request.match_info["namespace"], request.match_info["key"]
-    return ok({"deleted": await _ns(request).store.kv_delete(ns_, key)})
+    deleted = await _ns(request).kv_delete(request.match_info["namespace"],
+                                           request.match_info["key"])
+    return ok({"deleted": deleted})
 
 
 async def kv_list(request: web.Request) -> web.Response:
-    ns_ = request.match_info["namespace"]
-    table = await _ns(request).store.kv_list(ns_)
-    if table is None:
-        raise ApiError(404, f"No config item, Namespace: {ns_}", 22)
-    return ok({"table": table})
+    return ok({"table": await _ns(request).kv_list(request.match_info["namespace"])})
 
 
 # --- health, metrics, docs -----------------------------------------------------------------------
@@ -223,9 +198,12 @@ async def readyz(request: web.Request) -> web.Response:
     if not state["scripts_loaded"]:
         reasons.append("scripts not loaded")
     try:
-        await asyncio.wait_for(ns.store.redis.ping(), 2.0)
-    except Exception as exc:
-        reasons.append(f"Redis unreachable: {exc or type(exc).__name__}")
+        async with asyncio.timeout(2.0):
+            await ns.check_store()
+    except NameServerError as exc:
+        reasons.append(exc.remark)
+    except TimeoutError:
+        reasons.append("Redis unavailable: no answer to PING within 2 s")
     if reasons:
         return web.json_response({"code": 503, "error": "; ".join(reasons)}, status=503)
     return ok({"status": "ready"})
@@ -265,13 +243,10 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     r.add_get("/v1/brokers/{broker_name}/members", broker_member_group)
     r.add_get("/v1/routes/{topic}", get_route)
     r.add_get("/v1/cluster-info", cluster_info)
-    r.add_get("/v1/topics", _topic_list(lambda ns: ns.store.all_topics(), "check_all_topic_list"))
-    r.add_get("/v1/topics/unit", _topic_list(lambda ns: ns.store.unit_topics(),
-                                             "check_topic_list"))
-    r.add_get("/v1/topics/unit-sub", _topic_list(lambda ns: ns.store.has_unit_sub_topics(),
-                                                 "check_topic_list"))
-    r.add_get("/v1/topics/unit-sub-ununit",
-              _topic_list(lambda ns: ns.store.has_unit_sub_ununit_topics(), "check_topic_list"))
+    r.add_get("/v1/topics", _topic_list(NameServer.all_topics))
+    r.add_get("/v1/topics/unit", _topic_list(NameServer.unit_topics))
+    r.add_get("/v1/topics/unit-sub", _topic_list(NameServer.has_unit_sub_topics))
+    r.add_get("/v1/topics/unit-sub-ununit", _topic_list(NameServer.has_unit_sub_ununit_topics))
     r.add_get("/v1/topics/system", system_topics)
     r.add_get("/v1/clusters/{cluster}/topics", topics_by_cluster)
     r.add_delete("/v1/topics/{topic}", delete_topic)

@@ -1,108 +1,75 @@
-"""Turning JSON request bodies into store calls; every failure names its field."""
+"""Turning JSON request bodies into NameServer calls. JSON values are read with the same rules
+as the remoting protocol's bodies (``nsfleet.domain.java``), and the model validates what they
+build; this module adds only what JSON itself can get wrong (a number where a string belongs)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from nsfleet import validation
-from nsfleet.model import DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration
-from nsfleet.validation import ValidationError
+from nsfleet.domain.errors import BadRequest, ValidationError
+from nsfleet.domain.java import to_bool, to_int, to_object
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 
 
-def required(body: dict[str, Any], field: str) -> Any:
-    if body.get(field) is None:
-        raise ValidationError(field, "is required")
-    return body[field]
+def json_object(raw: bytes) -> dict[str, Any]:
+    """The request's JSON object; BadRequest naming the problem otherwise."""
+    if not raw:
+        raise BadRequest("request body is empty: a JSON object is required")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
 
 
-def string(body: dict[str, Any], field: str, *, optional: bool = False) -> str | None:
+def string(body: dict[str, Any], field: str) -> str | None:
     value = body.get(field)
-    if value is None:
-        if optional:
-            return None
-        raise ValidationError(field, "is required")
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise ValidationError(field, "must be a string")
     return value
 
 
-def integer(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(field, "must be an integer")
-    return value
-
-
-def boolean(body: dict[str, Any], field: str) -> bool | None:
+def _optional_int(body: dict[str, Any], field: str) -> int | None:
     value = body.get(field)
-    if value is not None and not isinstance(value, bool):
-        raise ValidationError(field, "must be true or false")
-    return value
+    return None if value is None else to_int(value, field)
 
 
-def obj(value: Any, field: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValidationError(field, "must be an object")
-    return value
-
-
-def broker_identity(body: dict[str, Any]) -> tuple[str, str, str, int]:
-    """clusterName, brokerAddr, brokerName, brokerId — validated."""
-    cluster = validation.name(string(body, "clusterName"), "clusterName")
-    addr = validation.addr(string(body, "brokerAddr"))
-    name = validation.name(string(body, "brokerName"), "brokerName")
-    broker_id = validation.broker_id(integer(required(body, "brokerId"), "brokerId"))
-    return cluster, addr, name, broker_id
-
-
-def data_version(value: Any, field: str = "dataVersion") -> DataVersion:
-    if value is None:
-        return DataVersion()
-    d = obj(value, field)
-    return DataVersion(*(integer(d.get(k, 0), f"{field}.{k}")
-                         for k in ("counter", "timestamp", "stateVersion")))
+def broker_identity(body: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """clusterName, brokerAddr, brokerName as sent (the NameServer validates them)."""
+    return string(body, "clusterName"), string(body, "brokerAddr"), string(body, "brokerName")
 
 
 def registration(body: dict[str, Any]) -> BrokerRegistration:
-    cluster, addr, name, broker_id = broker_identity(body)
-    timeout = body.get("heartbeatTimeoutMillis")
-    topics: list[TopicConfig] = []
-    for topic, conf in obj(body.get("topicConfigTable") or {}, "topicConfigTable").items():
-        f = f"topicConfigTable.{topic}"
-        conf = obj(conf, f)
-        topics.append(TopicConfig(
-            topic, integer(conf.get("readQueueNums", 16), f"{f}.readQueueNums"),
-            integer(conf.get("writeQueueNums", 16), f"{f}.writeQueueNums"),
-            integer(conf.get("perm", 6), f"{f}.perm"),
-            integer(conf.get("topicSysFlag", 0), f"{f}.topicSysFlag"),
-            bool(conf.get("order", False))))
+    cluster, addr, name = broker_identity(body)
+    enable_acting = body.get("enableActingMaster")
     filters = body.get("filterServerList")
     if filters is not None and (not isinstance(filters, list)
                                 or not all(isinstance(f, str) for f in filters)):
         raise ValidationError("filterServerList", "must be a list of host:port strings")
     return BrokerRegistration(
-        cluster, addr, name, broker_id,
-        ha_server_addr=string(body, "haServerAddr", optional=True),
-        zone_name=string(body, "zoneName", optional=True),
-        heartbeat_timeout_millis=None if timeout is None else integer(timeout,
-                                                                      "heartbeatTimeoutMillis"),
-        enable_acting_master=boolean(body, "enableActingMaster"),
-        data_version=data_version(body.get("dataVersion")),
-        topic_configs=topics, filter_server_list=filters)
+        cluster, addr, name, _optional_int(body, "brokerId"),
+        ha_server_addr=string(body, "haServerAddr"),
+        zone_name=string(body, "zoneName"),
+        heartbeat_timeout_millis=_optional_int(body, "heartbeatTimeoutMillis"),
+        enable_acting_master=(None if enable_acting is None
+                              else to_bool(enable_acting, "enableActingMaster")),
+        data_version=DataVersion.from_json(body.get("dataVersion")),
+        topic_configs=[TopicConfig.from_json(topic, conf) for topic, conf in
+                       to_object(body.get("topicConfigTable"), "topicConfigTable").items()],
+        filter_server_list=filters)
+
+
+def data_version(body: dict[str, Any]) -> DataVersion:
+    if body.get("dataVersion") is None:
+        raise ValidationError("dataVersion", "is required")
+    return DataVersion.from_json(body["dataVersion"])
 
 
 def queue_datas(body: dict[str, Any]) -> list[QueueData]:
-    raw = required(body, "queueDatas")
+    raw = body.get("queueDatas")
     if not isinstance(raw, list) or not raw:
         raise ValidationError("queueDatas", "must be a non-empty list")
-    out = []
-    for i, q in enumerate(raw):
-        f = f"queueDatas[{i}]"
-        q = obj(q, f)
-        out.append(QueueData(
-            validation.name(q.get("brokerName"), f"{f}.brokerName"),
-            integer(required(q, "readQueueNums"), f"{f}.readQueueNums"),
-            integer(required(q, "writeQueueNums"), f"{f}.writeQueueNums"),
-            integer(q.get("perm", 6), f"{f}.perm"),
-            integer(q.get("topicSysFlag", 0), f"{f}.topicSysFlag")))
-    return out
+    return [QueueData.from_json(q, f"queueDatas[{i}]") for i, q in enumerate(raw)]

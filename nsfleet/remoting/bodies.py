@@ -1,6 +1,6 @@
-"""Request/response bodies that need more than plain JSON: REGISTER_BROKER and Java ``Properties``.
+"""REGISTER_BROKER bodies (DefaultRequestProcessor.registerBroker, RegisterBrokerBody.decode).
 
-REGISTER_BROKER bodies come in three shapes (reference §1.4 step 2, §2.6):
+They come in three shapes:
 
 * brokers older than V3_0_11 (version < 37): a bare ``TopicConfigSerializeWrapper`` JSON;
 * newer brokers: ``RegisterBrokerBody`` as fastjson JSON (what 5.x brokers send by default);
@@ -15,72 +15,33 @@ The mirror case (``compressed=true`` with a JSON body) is accepted as well.
 
 from __future__ import annotations
 
-import re
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nsfleet.model import TopicConfig
-from nsfleet.remoting.codec import CURRENT_VERSION, V3_0_11, V5_0_0
-from nsfleet.remoting.fastjson import dumps_legacy, loads_lenient
-
-__all__ = [
-    "DEFAULT_MAX_INFLATED",
-    "BodyDecodeError",
-    "RegisterBody",
-    "TopicConfig",
-    "crc32",
-    "decode_register_body",
-    "decode_topic_config_line",
-    "encode_register_body",
-    "encode_topic_config_line",
-    "format_properties",
-    "is_zlib_stream",
-    "new_data_version",
-    "parse_properties",
-]
+from nsfleet.domain.errors import BodyDecodeError, ValidationError
+from nsfleet.domain.java import parse_int, to_object
+from nsfleet.domain.model import DataVersion, TopicConfig
+from nsfleet.remoting.codec import V3_0_11, V5_0_0
+from nsfleet.remoting.fastjson import loads_lenient
 
 # A 16 MiB frame could inflate to gigabytes; a real registration of 100k topics is ~10 MB.
 DEFAULT_MAX_INFLATED: Final = 64 * 1024 * 1024
 
 _INT: Final = struct.Struct(">i")
-# Integer.parseInt: optional sign, ASCII digits, nothing else (Python's int() would also take
-# whitespace and underscores).
-_JAVA_INT: Final = re.compile(r"[+-]?[0-9]+")
-
-
-def _parse_java_int(text: str) -> int | None:
-    """``Long.parseLong`` strictness; None when ``text`` is not a decimal integer."""
-    if len(text) > 20 or not _JAVA_INT.fullmatch(text):
-        return None
-    return int(text)
-
-
-class BodyDecodeError(ValueError):
-    """A request body that the Java NameServer could not decode either (SYSTEM_ERROR)."""
-
-
-def new_data_version(
-    counter: int = 0, timestamp: int = 0, state_version: int = 0
-) -> dict[str, int]:
-    """A DataVersion in its JSON shape."""
-    return {"counter": counter, "timestamp": timestamp, "stateVersion": state_version}
 
 
 @dataclass(slots=True)
 class RegisterBody:
     """What a REGISTER_BROKER body carries, whichever encoding it came in.
 
-    ``data_version`` has the JSON keys ``counter``, ``timestamp`` and ``stateVersion`` (missing ones
-    read as 0; Java would default a missing timestamp to "now", which nothing depends on).
     ``filter_server_list`` is ``None`` when the body says ``null`` or is the pre-V3_0_11 bare
     wrapper (Java passes null then). ``topic_queue_mapping_info`` maps topic to the raw
     ``TopicQueueMappingInfo`` object as parsed (``currIdMap`` keys are strings).
     """
 
-    data_version: dict[str, int] = field(default_factory=new_data_version)
+    data_version: DataVersion = field(default_factory=DataVersion)
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     filter_server_list: list[str] | None = field(default_factory=list)
     topic_queue_mapping_info: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -105,43 +66,6 @@ def is_zlib_stream(body: bytes | bytearray | memoryview | None) -> bool:
     return (0x7800 | flg) % 31 == 0 and not flg & 0x20
 
 
-# --- value coercion (what fastjson does when it fills a Java field) -----------------------------
-
-
-def _as_int(value: Any, what: str, default: int = 0) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and (parsed := _parse_java_int(value.strip())) is not None:
-        return parsed
-    raise BodyDecodeError(f"{what} is not an integer: {value!r}")
-
-
-def _as_bool(value: Any, what: str) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value != 0
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise BodyDecodeError(f"{what} is not a boolean: {value!r}")
-
-
-def _as_object(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BodyDecodeError(f"{what} is not a JSON object: {value!r:.80}")
-    return value
-
-
 def _load_json(data: bytes | str, what: str) -> Any:
     try:
         return loads_lenient(data)
@@ -149,37 +73,12 @@ def _load_json(data: bytes | str, what: str) -> Any:
         raise BodyDecodeError(f"{what}: {exc}") from None
 
 
-def _data_version(value: Any) -> dict[str, int]:
-    obj = _as_object(value, "dataVersion")
-    return new_data_version(
-        _as_int(obj.get("counter"), "dataVersion.counter"),
-        _as_int(obj.get("timestamp"), "dataVersion.timestamp"),
-        _as_int(obj.get("stateVersion"), "dataVersion.stateVersion"),
-    )
-
-
-def _topic_config(key: str, value: Any) -> TopicConfig:
-    obj = _as_object(value, f"topicConfigTable[{key!r}]")
-    name = obj.get("topicName")
-    what = f"topicConfigTable[{key!r}]"
-    return TopicConfig(
-        # Java keys the route by the TopicConfig's own topicName; fall back on the map key when a
-        # hand-written body leaves it out rather than registering a null topic.
-        topic_name=str(name) if name is not None else key,
-        read_queue_nums=_as_int(obj.get("readQueueNums"), f"{what}.readQueueNums", 16),
-        write_queue_nums=_as_int(obj.get("writeQueueNums"), f"{what}.writeQueueNums", 16),
-        perm=_as_int(obj.get("perm"), f"{what}.perm", 6),
-        topic_sys_flag=_as_int(obj.get("topicSysFlag"), f"{what}.topicSysFlag", 0),
-        order=_as_bool(obj.get("order"), f"{what}.order"),
-    )
-
-
 def _topic_table(value: Any) -> dict[str, TopicConfig]:
     table: dict[str, TopicConfig] = {}
-    for key, tc in _as_object(value, "topicConfigTable").items():
+    for key, tc in to_object(value, "topicConfigTable").items():
         if tc is None:  # a null entry carries nothing to register
             continue
-        config = _topic_config(key, tc)
+        config = TopicConfig.from_json(key, tc)
         table[config.topic_name] = config
     return table
 
@@ -193,8 +92,8 @@ def _filter_server_list(value: Any) -> list[str] | None:
 
 
 def _mapping_table(value: Any) -> dict[str, dict[str, Any]]:
-    return {str(k): _as_object(v, f"topicQueueMappingInfoMap[{k!r}]")
-            for k, v in _as_object(value, "topicQueueMappingInfoMap").items() if v is not None}
+    return {str(k): to_object(v, f"topicQueueMappingInfoMap.{k}")
+            for k, v in to_object(value, "topicQueueMappingInfoMap").items() if v is not None}
 
 
 # --- decoding ------------------------------------------------------------------------------------
@@ -203,7 +102,7 @@ def _mapping_table(value: Any) -> dict[str, dict[str, Any]]:
 def _decode_wrapper(obj: dict[str, Any]) -> RegisterBody:
     """A ``TopicConfigSerializeWrapper`` (or the AndMapping subclass) JSON object."""
     return RegisterBody(
-        data_version=_data_version(obj.get("dataVersion")),
+        data_version=DataVersion.from_json(obj.get("dataVersion")),
         topic_config_table=_topic_table(obj.get("topicConfigTable")),
         filter_server_list=None,
         topic_queue_mapping_info=_mapping_table(obj.get("topicQueueMappingInfoMap")),
@@ -214,8 +113,8 @@ def _decode_json_form(body: bytes) -> RegisterBody:
     obj = _load_json(body, "RegisterBrokerBody is not JSON")
     if not isinstance(obj, dict):
         raise BodyDecodeError(f"RegisterBrokerBody is not a JSON object: {body[:80]!r}")
-    result = _decode_wrapper(_as_object(obj.get("topicConfigSerializeWrapper"),
-                                        "topicConfigSerializeWrapper"))
+    result = _decode_wrapper(to_object(obj.get("topicConfigSerializeWrapper"),
+                                       "topicConfigSerializeWrapper"))
     result.filter_server_list = (_filter_server_list(obj["filterServerList"])
                                  if "filterServerList" in obj else [])
     return result
@@ -274,7 +173,7 @@ def decode_topic_config_line(text: str) -> TopicConfig:
         raise BodyDecodeError(f"bad compressed topic config entry: {text[:80]!r}")
     nums = []
     for part, what in zip(parts[1:4], ("readQueueNums", "writeQueueNums", "perm"), strict=True):
-        value = _parse_java_int(part)
+        value = parse_int(part)
         if value is None:
             raise BodyDecodeError(f"bad {what} {part[:40]!r} in topic config entry {text[:80]!r}")
         nums.append(value)
@@ -284,7 +183,7 @@ def decode_topic_config_line(text: str) -> TopicConfig:
 def _decode_compressed_form(body: bytes, version: int, max_inflated: int) -> RegisterBody:
     reader = _Reader(_inflate(body, max_inflated))
     result = RegisterBody()
-    result.data_version = _data_version(
+    result.data_version = DataVersion.from_json(
         _load_json(reader.read_block("the DataVersion"), "compressed DataVersion"))
     count = reader.read_int("the topic count")
     if count < 0:
@@ -307,7 +206,7 @@ def _decode_compressed_form(body: bytes, version: int, max_inflated: int) -> Reg
         for _ in range(count):
             info = _load_json(reader.read_block("a TopicQueueMappingInfo"),
                               "compressed TopicQueueMappingInfo")
-            info = _as_object(info, "TopicQueueMappingInfo")
+            info = to_object(info, "TopicQueueMappingInfo")
             topic = info.get("topic")
             if topic is None:
                 raise BodyDecodeError("TopicQueueMappingInfo without a topic")
@@ -333,6 +232,14 @@ def decode_register_body(
     header's ``compressed`` field. No body gives an empty table and DataVersion {0, 0, 0}.
     Raises :class:`BodyDecodeError` for anything undecodable.
     """
+    try:
+        return _decode(body, compressed, version, max_inflated)
+    except ValidationError as exc:  # a value fastjson could not have put into its field
+        raise BodyDecodeError(exc.remark) from None
+
+
+def _decode(body: bytes | None, compressed: bool, version: int,
+            max_inflated: int) -> RegisterBody:
     if not body:
         return RegisterBody(filter_server_list=[] if version >= V3_0_11 else None)
     body = bytes(body)
@@ -347,234 +254,3 @@ def decode_register_body(
     if is_zlib_stream(body) or (compressed and not _looks_like_json(body)):
         return _decode_compressed_form(body, version, max_inflated)
     return _decode_json_form(body)
-
-
-# --- encoding (what Java brokers send; for test clients and nsfleet's own tests) ----------------
-
-
-def _data_version_json(dv: Mapping[str, int], version: int) -> dict[str, int]:
-    out = {"counter": int(dv.get("counter", 0)), "timestamp": int(dv.get("timestamp", 0))}
-    if version >= V5_0_0:  # stateVersion arrived with 5.0
-        out["stateVersion"] = int(dv.get("stateVersion", 0))
-    return out
-
-
-def _topic_config_json(tc: TopicConfig, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "order": tc.order, "perm": tc.perm, "readQueueNums": tc.read_queue_nums,
-        "topicFilterType": "SINGLE_TAG", "topicName": tc.topic_name,
-        "topicSysFlag": tc.topic_sys_flag, "writeQueueNums": tc.write_queue_nums,
-    }
-    if version >= V5_0_0:  # attributes arrived with 5.0
-        out["attributes"] = {}
-    return out
-
-
-def _mapping_for_java(info: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn numeric ``currIdMap`` keys back into ints so the legacy writer leaves them bare."""
-    out = dict(info)
-    ids = out.get("currIdMap")
-    if isinstance(ids, Mapping):
-        out["currIdMap"] = {
-            (parsed if isinstance(k, str) and (parsed := _parse_java_int(k)) is not None else k): v
-            for k, v in ids.items()}
-    return out
-
-
-def encode_topic_config_line(tc: TopicConfig, version: int = CURRENT_VERSION) -> str:
-    """``TopicConfig.encode()``: 5 space-separated fields in 4.x, plus attributes JSON in 5.x."""
-    line = f"{tc.topic_name} {tc.read_queue_nums} {tc.write_queue_nums} {tc.perm} SINGLE_TAG"
-    return line + " {}" if version >= V5_0_0 else line
-
-
-def encode_register_body(
-    body: RegisterBody, *, compressed: bool = False, version: int = CURRENT_VERSION
-) -> bytes:
-    """Encode ``body`` as a Java broker of MQVersion ordinal ``version`` would.
-
-    ``version < 37`` gives the bare wrapper JSON; otherwise RegisterBrokerBody as fastjson JSON or,
-    with ``compressed``, the BEST_COMPRESSION deflate form. 4.x versions (< 413) leave out
-    stateVersion, attributes and the static-topic mapping fields/section, as 4.9 brokers do.
-    """
-    dv = _data_version_json(body.data_version, version)
-    table = {name: _topic_config_json(tc, version) for name, tc in body.topic_config_table.items()}
-    if version < V3_0_11:
-        return dumps_legacy({"dataVersion": dv, "topicConfigTable": table})
-    mappings = {topic: _mapping_for_java(info)
-                for topic, info in body.topic_queue_mapping_info.items()}
-    if not compressed:
-        wrapper: dict[str, Any] = {"dataVersion": dv, "topicConfigTable": table}
-        if version >= V5_0_0:
-            wrapper["mappingDataVersion"] = new_data_version()
-            wrapper["topicQueueMappingDetailMap"] = {}
-            wrapper["topicQueueMappingInfoMap"] = mappings
-        return dumps_legacy({"filterServerList": body.filter_server_list,
-                             "topicConfigSerializeWrapper": wrapper})
-
-    def block(data: bytes) -> bytes:
-        return _INT.pack(len(data)) + data
-
-    parts = [block(dumps_legacy(dv)), _INT.pack(len(body.topic_config_table))]
-    parts.extend(block(encode_topic_config_line(tc, version).encode("utf-8"))
-                 for tc in body.topic_config_table.values())
-    filters = body.filter_server_list
-    parts.append(block(dumps_legacy(filters) if filters is not None else b"null"))
-    if version >= V5_0_0:
-        parts.append(_INT.pack(len(mappings)))
-        parts.extend(block(dumps_legacy(info)) for info in mappings.values())
-    return zlib.compress(b"".join(parts), 9)
-
-
-# --- java.util.Properties ------------------------------------------------------------------------
-
-_PROP_WS: Final = " \t\f"
-_PROP_ESCAPES: Final = {"t": "\t", "r": "\r", "n": "\n", "f": "\f"}
-_HEX: Final = frozenset("0123456789abcdefABCDEF")
-
-
-def _logical_lines(text: str) -> Iterator[str]:
-    """``Properties.LineReader``: natural lines joined on an odd trailing backslash, leading
-    whitespace of each natural line dropped, blank and ``#``/``!`` comment lines skipped."""
-    buf: list[str] = []
-    skip_ws = True
-    is_comment = False
-    is_new_line = True
-    appended_line_begin = False
-    preceding_backslash = False
-    skip_lf = False
-    for c in text:
-        if skip_lf:
-            skip_lf = False
-            if c == "\n":
-                continue
-        if skip_ws:
-            if c in _PROP_WS:
-                continue
-            if not appended_line_begin and c in "\r\n":
-                continue
-            skip_ws = False
-            appended_line_begin = False
-        if is_new_line:
-            is_new_line = False
-            if c in "#!":
-                is_comment = True
-                continue
-        if c not in "\r\n":
-            if not is_comment:
-                buf.append(c)
-                preceding_backslash = not preceding_backslash if c == "\\" else False
-            continue
-        # end of a natural line
-        if is_comment or not buf:
-            is_comment = False
-            is_new_line = True
-            skip_ws = True
-            preceding_backslash = False
-            buf.clear()
-            continue
-        if preceding_backslash:  # continuation: drop the backslash, join the next line
-            buf.pop()
-            skip_ws = True
-            appended_line_begin = True
-            preceding_backslash = False
-            skip_lf = c == "\r"
-        else:
-            yield "".join(buf)
-            buf.clear()
-            is_new_line = True
-            skip_ws = True
-    if buf and not is_comment:
-        if preceding_backslash:
-            buf.pop()
-        yield "".join(buf)
-
-
-def _load_convert(s: str) -> str:
-    """``Properties.loadConvert``: backslash escapes, including ``\\uXXXX``."""
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        i += 1
-        if c != "\\":
-            out.append(c)
-            continue
-        if i >= n:
-            break
-        c = s[i]
-        i += 1
-        if c == "u":
-            digits = s[i:i + 4]
-            if len(digits) < 4 or not _HEX.issuperset(digits):
-                raise ValueError(f"Malformed \\uxxxx encoding: \\u{digits}")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_PROP_ESCAPES.get(c, c))
-    result = "".join(out)
-    if any("\ud800" <= ch <= "\udfff" for ch in result):
-        # \uD83D\uDE00 is one character in Java's UTF-16 strings; merge such pairs.
-        result = result.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return result
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    """``Properties.load0``: the key ends at the first unescaped ``=``, ``:`` or whitespace; the
-    value starts after whitespace, at most one ``=``/``:``, and more whitespace."""
-    limit = len(line)
-    key_len = 0
-    value_start = limit
-    has_sep = False
-    preceding_backslash = False
-    while key_len < limit:
-        c = line[key_len]
-        if c in "=:" and not preceding_backslash:
-            value_start = key_len + 1
-            has_sep = True
-            break
-        if c in _PROP_WS and not preceding_backslash:
-            value_start = key_len + 1
-            break
-        preceding_backslash = not preceding_backslash if c == "\\" else False
-        key_len += 1
-    while value_start < limit:
-        c = line[value_start]
-        if c not in _PROP_WS:
-            if not has_sep and c in "=:":
-                has_sep = True
-            else:
-                break
-        value_start += 1
-    return _load_convert(line[:key_len]), _load_convert(line[value_start:])
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``Properties`` text with ``Properties.load`` semantics; later keys win.
-
-    Raises :class:`ValueError` on a malformed ``\\uXXXX`` escape (Java's
-    ``IllegalArgumentException``, which UPDATE_NAMESRV_CONFIG answers with "string2Properties
-    error"). Note that Java's ``MixAll.string2Properties`` feeds the UTF-8 bytes to
-    ``load(InputStream)``, which reads them as ISO-8859-1; pass text decoded however the caller
-    wants non-ASCII handled.
-    """
-    result: dict[str, str] = {}
-    for line in _logical_lines(text):
-        key, value = _split_key_value(line)
-        result[key] = value
-    return result
-
-
-def format_properties(props: Mapping[str, Any]) -> str:
-    """``MixAll.properties2String(props, true)``: ``key=value\\n`` lines sorted by key, no
-    escaping; ``None`` values skipped; booleans written as Java prints them."""
-    lines = []
-    for key in sorted(props):
-        value = props[key]
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        lines.append(f"{key}={value}\n")
-    return "".join(lines)

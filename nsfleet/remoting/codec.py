@@ -1,6 +1,6 @@
 """RocketMQ remoting commands on the wire: framing, JSON headers and ROCKETMQ binary headers.
 
-Frame layout (reference §2.1, big-endian)::
+Frame layout (NettyEncoder / NettyDecoder, RemotingCommand.encodeHeader, big-endian)::
 
     int32 length = 4 + H + B | int32 (serializeType << 24) | H | header (H bytes) | body (B bytes)
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
 
+from nsfleet.domain.errors import ResponseCode
 from nsfleet.remoting.fastjson import dumps_legacy, loads_lenient, quote_legacy
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "SerializeType",
     "UnknownSerializeTypeError",
     "decode_frame",
-    "decode_header",
     "decode_json_header",
     "decode_rocketmq_header",
     "encode_frame",
@@ -52,7 +52,7 @@ __all__ = [
     "mark_protocol_type",
 ]
 
-# MQVersion ordinals that change NameServer behaviour (§2.2).
+# MQVersion ordinals that change NameServer behaviour (MQVersion.Version).
 V3_0_11: Final = 37  # REGISTER_BROKER body becomes RegisterBrokerBody
 V4_9_4: Final = 401  # route answers in standard JSON
 V5_0_0: Final = 413  # compressed register body carries static-topic mappings
@@ -92,20 +92,8 @@ class LanguageCode(IntEnum):
     NODE_JS = 13
 
 
-class ResponseCode(IntEnum):
-    """The response codes the NameServer answers with (§1.3)."""
-
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-    NO_PERMISSION = 16
-    TOPIC_NOT_EXIST = 17
-    QUERY_NOT_FOUND = 22
-
-
 class RequestCode(IntEnum):
-    """Request codes handled by (or, for 905, sent by) the NameServer (§1.3)."""
+    """Request codes handled by (or, for 905, sent by) the NameServer (RequestCode)."""
 
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
@@ -215,7 +203,8 @@ def make_response(
 
     Mirroring the request's serialize type is what 4.9.x did; 5.x answers in its server-wide type
     (JSON by default). Clients read the type byte of every frame, so mirroring is the safe choice
-    (§2.1). The language is always ``JAVA``: that is what the Java server says about itself.
+    (RemotingCommand.getSerializeTypeCurrentRPC). The language is always ``JAVA``: that is what
+    the Java server says about itself.
     """
     return RemotingCommand(
         code=int(code),
@@ -321,7 +310,8 @@ def _ext_value(value: Any) -> str | None:
 
 
 def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
-    """Decode a JSON header leniently (§1.2): unknown keys ignored, missing fields defaulted.
+    """Decode a JSON header leniently (RemotingSerializable.decode): unknown keys ignored,
+    missing fields defaulted.
 
     ``serializeTypeCurrentRPC`` is ignored (Java overwrites it from the type byte). The result's
     ``body`` is ``None`` and ``serialize_type`` is JSON.
@@ -371,7 +361,7 @@ _UINT: Final = struct.Struct(">I")
 
 
 def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
-    """The ``RocketMQSerializable`` header (§2.3).
+    """The ``RocketMQSerializable`` header (RocketMQSerializable.rocketMQProtocolEncode).
 
     Code and version are written as Java ``(short)`` casts, so values past 16 bits wrap; an empty
     remark is written as length 0 (and reads back as ``None``); extFields entries with a ``None``
@@ -481,17 +471,6 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return encode_rocketmq_header(cmd)
     return encode_json_header(cmd)
-
-
-def decode_header(
-    data: bytes | bytearray | memoryview, serialize_type: int
-) -> RemotingCommand:
-    """Decode header bytes of the given serialize type (without body)."""
-    if serialize_type == SerializeType.JSON:
-        return decode_json_header(data)
-    if serialize_type == SerializeType.ROCKETMQ:
-        return decode_rocketmq_header(data)
-    raise UnknownSerializeTypeError(f"unknown serialize type {serialize_type}")
 
 
 def mark_protocol_type(header_len: int, serialize_type: int) -> bytes:

@@ -1,6 +1,7 @@
 """JSON the way fastjson 1.2.x (as used by Java RocketMQ) writes and reads it.
 
-The Java NameServer needs two writers (reference §2.5, §1.4 item 105):
+The Java NameServer needs two writers (RemotingSerializable.encode, and the one
+ClientRequestProcessor.getRouteInfoByTopic uses for newer clients):
 
 * :func:`dumps_standard` is fastjson with ``BrowserCompatible, QuoteFieldNames,
   SkipTransientField, MapSortField``. That is the encoding GET_ROUTEINFO_BY_TOPIC uses for

@@ -2,9 +2,10 @@
 
 The Java NameServer sniffs every new connection for a PROXY header (Netty's
 ``HAProxyMessageDecoder.detectProtocol`` in ``NettyRemotingServer.HandshakeHandler``) and, when
-there is one, records the real client address from it (§2.1, §8 item 57). This module is the
-pure, buffer-fed half of that: the server hands it whatever bytes have arrived and learns whether
-they start with a PROXY header, whether more bytes are needed, or how many bytes the header took.
+there is one, records the real client address from it (NettyRemotingServer.HAProxyMessageHandler,
+5.1.4 on). This module is the pure, buffer-fed half of that: the server hands it whatever bytes
+have arrived and learns whether they start with a PROXY header, whether more bytes are needed,
+or how many bytes the header took.
 
 Unlike Netty, which waits for 12 bytes before deciding, we answer "not PROXY" as soon as the bytes
 seen cannot begin either signature. A RocketMQ frame never can: its first byte would make the

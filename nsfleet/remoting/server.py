@@ -16,7 +16,7 @@ from typing import cast
 
 import structlog
 
-from nsfleet.nameserver import NameServer
+from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.remoting.codec import (
     FrameDecoder,
     ProtocolError,
@@ -26,21 +26,14 @@ from nsfleet.remoting.codec import (
     encode_frame,
     make_response,
 )
-from nsfleet.remoting.handlers import HANDLERS, Connection, get_route_cached
+from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
-from nsfleet.validation import ValidationError
+from nsfleet.service.nameserver import NameServer
 
 log = structlog.get_logger(__name__)
 IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
 MAX_IN_FLIGHT = 10_000  # per worker; beyond it requests get SYSTEM_BUSY, like a full executor
 OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
-
-
-def exception_remark(exc: BaseException) -> str:
-    """Like UtilAll.exceptionSimpleDesc: the exception and its message."""
-    if isinstance(exc, ValidationError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 class RemotingProtocol(asyncio.Protocol):
@@ -69,7 +62,7 @@ class RemotingProtocol(asyncio.Protocol):
     async def _unregister_on_close(self, regs: dict[tuple[str, str], tuple[str, int]]) -> None:
         for (cluster, addr), (name, generation) in regs.items():
             try:
-                outcome = await self.server.ns.store.unregister_broker(
+                outcome = await self.server.ns.unregister_broker(
                     cluster, addr, name, generation=generation)
                 log.info("broker connection closed", cluster=cluster, broker_addr=addr,
                          unregistered=outcome != -1)
@@ -123,17 +116,23 @@ class RemotingProtocol(asyncio.Protocol):
     async def _handle(self, cmd: RemotingCommand) -> None:
         ns = self.server.ns
         started = time.perf_counter()
-        handler = HANDLERS.get(cmd.code)
+        endpoint = HANDLERS.get(cmd.code)
         try:
-            if handler is None:
+            if endpoint is None:
                 response = make_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                          remark=f" request type {cmd.code} not supported")
             else:
-                response = await handler(ns, cmd, self.conn)
-        except Exception as exc:
-            if not isinstance(exc, ValidationError):
-                log.warning("remoting handler failed", code=cmd.code, error=repr(exc))
-            response = make_response(cmd, ResponseCode.SYSTEM_ERROR, remark=exception_remark(exc))
+                header = endpoint.header.decode(cmd.ext_fields)
+                response = await endpoint.handle(ns, header, cmd, self.conn)
+        except NameServerError as exc:
+            if isinstance(exc, StoreUnavailable | StoreFailed):
+                ns.metrics.redis_errors.labels(str(cmd.code)).inc()
+                log.warning("remoting request failed", code=cmd.code, error=exc.remark)
+            response = error_response(cmd, exc, endpoint is not None and endpoint.response_header)
+        except Exception as exc:  # a bug: answered like UtilAll.exceptionSimpleDesc
+            log.warning("remoting handler failed", code=cmd.code, error=repr(exc))
+            response = make_response(cmd, ResponseCode.SYSTEM_ERROR,
+                                     remark=f"{type(exc).__name__}: {exc}")
         ns.metrics.remoting_requests.labels(str(cmd.code), str(response.code)).inc()
         ns.metrics.remoting_latency.labels(str(cmd.code)).observe(time.perf_counter() - started)
         self.reply(cmd, response)

@@ -1,4 +1,4 @@
-"""Zone filtering of a route (ZoneRouteRPCHook, reference §1.4 code 105 step 5).
+"""Zone filtering of a route (ZoneRouteRPCHook.doAfterResponse).
 
 A broker group is kept when it has no master (no id 0) or its zone equals the requested zone
 (ignoring case); a dropped group loses its queue data and the filter servers of its addresses.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nsfleet.model import MASTER_ID, TopicRouteData
+from nsfleet.domain.model import MASTER_ID, TopicRouteData
 
 
 def filter_by_zone(route: TopicRouteData, zone: str) -> TopicRouteData:

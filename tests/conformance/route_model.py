@@ -21,19 +21,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from nsfleet.model import (
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
     MASTER_ID,
     PERM_READ,
     PERM_WRITE,
     BrokerData,
+    BrokerRegistration,
     ClusterInfo,
     DataVersion,
     QueueData,
     RegisterResult,
     TopicRouteData,
 )
-from nsfleet.store import BrokerRegistration, RegistrationRejected, SweepResult
+from nsfleet.store import SweepResult
 
 
 @dataclass
@@ -90,7 +92,7 @@ class RouteModel:
                 return RegisterResult(fenced=True)
         # Step 7: single-topic guard.
         if old_addr is None and len(reg.topic_configs) == 1:
-            raise RegistrationRejected("register broker failed")
+            raise RegistrationRejected
         # Steps 1-3.
         self.clusters.setdefault(reg.cluster, set()).add(reg.name)
         register_first = group is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from nsfleet.domain.model import DataVersion
 from nsfleet.keys import ORDER_TOPIC_CONFIG
-from nsfleet.model import DataVersion
 from nsfleet.store import RouteStore
 
 
@@ -62,6 +62,6 @@ def test_data_version_equality() -> None:
     assert a != DataVersion(counter=1, timestamp=101, state_version=0)
     assert a != DataVersion(counter=1, timestamp=100, state_version=1)
     # Java's two null counters count as equal; nsfleet has no null counter (a missing one is 0).
-    assert DataVersion.from_dict({"timestamp": 5}) == DataVersion.from_dict(
+    assert DataVersion.from_json({"timestamp": 5}) == DataVersion.from_json(
         {"timestamp": 5, "counter": None})
-    assert DataVersion.from_dict(a.to_dict()) == a
+    assert DataVersion.from_json(a.to_dict()) == a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from nsfleet.model import BrokerData, QueueData, TopicRouteData
+from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.remoting.zone import filter_by_zone
 from tests.remoting_client import (
     JSON,

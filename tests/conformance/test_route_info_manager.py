@@ -13,8 +13,15 @@ import json
 
 import pytest
 
-from nsfleet.model import PERM_READ, PERM_WRITE, DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.domain.model import (
+    PERM_READ,
+    PERM_WRITE,
+    BrokerRegistration,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+)
+from nsfleet.store import RouteStore
 
 CLUSTER, ADDR, NAME, BROKER_ID = "default-cluster", "127.0.0.1:10911", "default-broker", 1234
 
@@ -135,7 +142,7 @@ async def test_unit_topic_lists(rim: RouteStore) -> None:
 async def test_request_processor_register_broker(store: RouteStore) -> None:
     # Java registers addr "10.10.1.1" (no port) with ha "10.10.2.1".
     # nsfleet: addresses must be host:port, so both get a port; the bare address is refused.
-    from nsfleet.validation import ValidationError
+    from nsfleet.domain.errors import ValidationError
 
     with pytest.raises(ValidationError) as err:
         await store.register_broker(BrokerRegistration("cluster", "10.10.1.1", "broker", 2333))

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import pytest
 
-from nsfleet.model import PERM_READ, PERM_WRITE, BrokerData, DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.domain.model import (
+    PERM_READ,
+    PERM_WRITE,
+    BrokerData,
+    BrokerRegistration,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+)
+from nsfleet.store import RouteStore
 
 CLUSTER = "cluster"
 BROKER_NAMES = [f"broker-{i}" for i in range(3)]

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from nsfleet.acting_master import apply_acting_master
-from nsfleet.model import (
+from nsfleet.domain.model import (
     MASTER_ID,
     PERM_READ,
     PERM_WRITE,
+    BrokerRegistration,
     DataVersion,
     QueueData,
     RegisterResult,
@@ -24,7 +24,8 @@ from nsfleet.model import (
     TopicRouteData,
     is_writeable,
 )
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.service.acting_master import apply_acting_master
+from nsfleet.store import RouteStore
 
 DEFAULT_CLUSTER = "Default_Cluster"
 DEFAULT_BROKER = "Default_Broker"

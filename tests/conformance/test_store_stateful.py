@@ -28,9 +28,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from nsfleet.model import DataVersion, QueueData, TopicConfig
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.store import BrokerRegistration, RegistrationRejected, RouteStore
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import orphans
 from tests.conformance.route_model import RouteModel
 

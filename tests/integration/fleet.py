@@ -122,8 +122,8 @@ class Fleet:
     def update_config(self, props: dict[str, str]) -> None:
         """Change the fleet's NamesrvConfig (what UPDATE_NAMESRV_CONFIG does)."""
         async def update() -> None:
-            from nsfleet.namesrv_config import NamesrvConfig
             from nsfleet.redis_conn import connect
+            from nsfleet.service.namesrv_config import NamesrvConfig
             from nsfleet.store import RouteStore
 
             client = connect(self.settings[0].redis_url, "", "")

@@ -23,7 +23,7 @@ from nsfleet.client import (
     SyncBrokerAgent,
     clamp_interval,
 )
-from nsfleet.model import TopicConfig
+from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer, free_port
 from tests.integration.fleet import Fleet, async_wait_until, wait_until
 

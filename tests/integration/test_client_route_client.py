@@ -18,7 +18,7 @@ from nsfleet.client import (
     RouteClient,
     TopicNotFound,
 )
-from nsfleet.model import TopicConfig
+from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer
 from tests.integration.fleet import Fleet, async_wait_until, http_json
 

@@ -17,10 +17,10 @@ import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.cluster import key_slot
 
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
-from nsfleet.model import DataVersion, QueueData, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 from tests.cluster_ports import cluster_port
 from tests.conformance.invariants import orphans
 

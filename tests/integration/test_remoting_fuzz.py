@@ -31,14 +31,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nsfleet.config import Settings
-from nsfleet.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS
+from nsfleet.domain.errors import BodyDecodeError, ValidationError
+from nsfleet.domain.java_properties import parse_properties
 from nsfleet.redis_server import RedisServer, free_port
 from nsfleet.remoting import handlers
-from nsfleet.remoting.bodies import BodyDecodeError, decode_register_body, parse_properties
+from nsfleet.remoting.bodies import decode_register_body
 from nsfleet.remoting.codec import FrameDecoder, ProtocolError, RemotingCommand
 from nsfleet.remoting.fastjson import loads_lenient
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
-from nsfleet.validation import ValidationError
+from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS
 from nsfleet.worker import serve
 from tests.remoting_client import (
     JSON,

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from nsfleet.model import DataVersion, TopicConfig
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import orphans
 
 BROKERS = 50

@@ -17,10 +17,10 @@ from redis.crc import key_slot
 
 from nsfleet.analytics import scan
 from nsfleet.analytics.datasource import read_table
+from nsfleet.domain.model import BrokerRegistration, TopicConfig
 from nsfleet.keys import Keys
-from nsfleet.model import TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 from tests.cluster_ports import cluster_port
 from tests.spark import fleet
 

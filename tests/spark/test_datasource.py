@@ -21,9 +21,9 @@ from nsfleet.analytics.datasource import (
     register,
     schema,
 )
-from nsfleet.model import TopicConfig
+from nsfleet.domain.model import BrokerRegistration, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 from tests.spark import fleet
 from tests.spark.conftest import clear_namespace
 

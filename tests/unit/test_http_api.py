@@ -16,9 +16,9 @@ from nsfleet.config import Settings
 from nsfleet.http.app import STATE_KEY, create_app
 from nsfleet.http.openapi import openapi_document
 from nsfleet.metrics import Metrics
-from nsfleet.nameserver import NameServer
-from nsfleet.namesrv_config import NamesrvConfig
-from nsfleet.route_cache import RouteCache
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.route_cache import RouteCache
 from nsfleet.store import RouteStore
 
 MASTER = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "broker-a",
@@ -30,9 +30,15 @@ SLAVE = {**MASTER, "brokerAddr": "10.0.0.2:10911", "brokerId": 1, "haServerAddr"
 
 
 @pytest.fixture
-async def ns(fake_redis: aioredis.Redis) -> AsyncIterator[NameServer]:
+async def http_store(fake_redis: aioredis.Redis) -> RouteStore:
     store = RouteStore(fake_redis, "http")
     await store.load_scripts()
+    return store
+
+
+@pytest.fixture
+async def ns(http_store: RouteStore) -> AsyncIterator[NameServer]:
+    store = http_store
     metrics = Metrics()
     cache = RouteCache(store, metrics)
     await cache.start()
@@ -57,8 +63,8 @@ async def _register(client: TestClient, body: dict[str, Any] = MASTER) -> Any:
     return await _json(await client.post("/v1/brokers/register", json=body), 200)
 
 
-async def _keys(ns: NameServer) -> set[str]:
-    return set(await ns.store.redis.keys("*"))
+async def _keys(store: RouteStore) -> set[str]:
+    return set(await store.redis.keys("*"))
 
 
 async def test_register_route_and_unregister(client: TestClient) -> None:
@@ -168,7 +174,7 @@ async def test_order_topic_conf_reaches_brokers_and_routes(client: TestClient,
 @pytest.mark.parametrize(("body", "field"), [
     ({**MASTER, "brokerAddr": "no-port"}, "brokerAddr"),
     ({**MASTER, "brokerId": -1}, "brokerId"),
-    ({**MASTER, "brokerId": "0"}, "brokerId"),
+    ({**MASTER, "brokerId": "zero"}, "brokerId"),
     ({k: v for k, v in MASTER.items() if k != "clusterName"}, "clusterName"),
     ({**MASTER, "brokerName": "a:b"}, "brokerName"),
     ({**MASTER, "topicConfigTable": {"bad topic": {}}}, "topicConfigTable"),
@@ -181,19 +187,19 @@ async def test_order_topic_conf_reaches_brokers_and_routes(client: TestClient,
     ({**MASTER, "filterServerList": ["bad"]}, "filterServerList[0]"),
 ])
 async def test_invalid_registration_names_the_field_and_writes_nothing(
-        client: TestClient, ns: NameServer, body: dict[str, Any], field: str) -> None:
-    before = await _keys(ns)
+        client: TestClient, http_store: RouteStore, body: dict[str, Any], field: str) -> None:
+    before = await _keys(http_store)
     out = await _json(await client.post("/v1/brokers/register", json=body), 400)
     assert out["code"] == 400 and out["error"].startswith(field), out
-    assert await _keys(ns) == before
+    assert await _keys(http_store) == before
 
 
 async def test_single_topic_registration_of_unknown_id_is_refused(client: TestClient,
-                                                                   ns: NameServer) -> None:
+                                                                   http_store: RouteStore) -> None:
     body = {**MASTER, "topicConfigTable": {"T1": {}}}
     out = await _json(await client.post("/v1/brokers/register", json=body), 409)
     assert out["code"] == 1 and "register broker failed" in out["error"]
-    assert await _keys(ns) == set()
+    assert await _keys(http_store) == set()
 
 
 @pytest.mark.parametrize(("method", "path", "data", "status"), [
@@ -215,19 +221,20 @@ async def test_bad_requests_get_json_errors(client: TestClient, method: str, pat
     assert body["code"] in (status, 1) and body["error"]
 
 
-async def test_oversized_body_is_413_and_writes_nothing(client: TestClient, ns: NameServer) -> None:
+async def test_oversized_body_is_413_and_writes_nothing(client: TestClient,
+                                                       http_store: RouteStore) -> None:
     big = {**MASTER, "pad": "x" * (70 * 1024)}
     body = await _json(await client.post("/v1/brokers/register", data=json.dumps(big)), 413)
     assert body["code"] == 413
-    assert await _keys(ns) == set()
+    assert await _keys(http_store) == set()
 
 
-async def test_redis_down_is_503(client: TestClient, ns: NameServer) -> None:
-    await ns.store.redis.connection_pool.disconnect()
-    ns.store.redis.connection_pool.connection_kwargs["server"] = None  # type: ignore[index]
+async def test_redis_down_is_503(client: TestClient, http_store: RouteStore) -> None:
+    await http_store.redis.connection_pool.disconnect()
+    http_store.redis.connection_pool.connection_kwargs["server"] = None  # type: ignore[index]
     broken = aioredis.Redis(host="127.0.0.1", port=1, decode_responses=True)
-    ns.store.redis = broken
-    for s in ns.store._scripts.values():
+    http_store.redis = broken
+    for s in http_store._scripts.values():
         s.registered_client = broken
     body = await _json(await client.get("/v1/cluster-info"), 503)
     assert body["code"] == 503 and "Redis unavailable" in body["error"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from nsfleet.acting_master import apply_acting_master
-from nsfleet.model import BrokerData, QueueData, TopicRouteData
+from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
+from nsfleet.service.acting_master import apply_acting_master
 
 
 def route(*groups: tuple[str, dict[int, str], bool, int]) -> TopicRouteData:

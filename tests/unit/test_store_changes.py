@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from redis.asyncio.client import PubSub
 
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.keys import ORDER_TOPIC_CONFIG
-from nsfleet.model import DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.store import RouteStore
 
 MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
                             enable_acting_master=True, data_version=DataVersion(1, 100),

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.model import DataVersion, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import dump
 
 TOPICS = 2000

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.acting_master import apply_acting_master
-from nsfleet.model import DataVersion, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.service.acting_master import apply_acting_master
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import orphans
 
 TOPICS = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]

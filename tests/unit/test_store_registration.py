@@ -6,9 +6,16 @@ from dataclasses import replace
 
 import pytest
 
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.model import (
+    DEFAULT_HEARTBEAT_TIMEOUT_MS,
+    BrokerRegistration,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+)
 from nsfleet.keys import ORDER_TOPIC_CONFIG
-from nsfleet.model import DEFAULT_HEARTBEAT_TIMEOUT_MS, DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration, RegistrationRejected, RouteStore
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import dump, orphans
 
 TWO = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]

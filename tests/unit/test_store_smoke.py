@@ -1,5 +1,5 @@
-from nsfleet.model import DataVersion, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.store import RouteStore
 
 
 async def test_register_route_unregister(store: RouteStore) -> None:

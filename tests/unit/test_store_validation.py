@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from nsfleet.domain.errors import ValidationError
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.keys import ORDER_TOPIC_CONFIG
-from nsfleet.model import DataVersion, QueueData, TopicConfig
-from nsfleet.store import BrokerRegistration, RouteStore
-from nsfleet.validation import ValidationError
+from nsfleet.store import RouteStore
 from tests.conformance.invariants import dump, orphans
 
 GOOD = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912", "zone-a", 30_000,

@@ -10,13 +10,15 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet import cli, config
+from nsfleet.config import Settings
+from nsfleet.domain.errors import ConfigBlacklisted, ValidationError
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
-from nsfleet.model import DataVersion, TopicConfig
-from nsfleet.namesrv_config import BlacklistedKey, NamesrvConfig
-from nsfleet.route_cache import RouteCache
-from nsfleet.store import BrokerRegistration, RouteStore
-from nsfleet.sweeper import Sweeper
-from nsfleet.validation import ValidationError
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.route_cache import RouteCache
+from nsfleet.service.sweeper import Sweeper
+from nsfleet.store import RouteStore
 
 
 def _reg(i: int, timeout: int = 60_000) -> BrokerRegistration:
@@ -154,12 +156,12 @@ async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> No
     await two.refresh()
     assert two.flag("orderMessageEnable")
     for key in ("configStorePath", "kvConfigPath", "configBlackList", "rocketmqHome"):
-        with pytest.raises(BlacklistedKey):
+        with pytest.raises(ConfigBlacklisted):
             await one.update({key: "/tmp/evil"})
     # The blacklist can only be extended out of band (Java: the -c file; here: the P:config hash).
     await store.redis.hset(store.keys.config, "configBlackList", "productEnvName")
     await one.refresh()
-    with pytest.raises(BlacklistedKey):
+    with pytest.raises(ConfigBlacklisted):
         await one.update({"productEnvName": "x"})
     text = two.properties_text()
     lines = text.splitlines()
@@ -167,20 +169,21 @@ async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> No
 
 
 async def test_a_worker_reads_its_own_writes_at_once(store: RouteStore) -> None:
-    cache = RouteCache(store, Metrics())
-    store.after_write = cache.sync
+    metrics = Metrics()
+    cache = RouteCache(store, metrics)
+    config = NamesrvConfig(store)
+    ns = NameServer(Settings(), store, cache, config, metrics)
     await cache.start()
     try:
         await _settled(cache)
-        await store.register_broker(_reg(1))
+        await ns.register_broker(_reg(1))
         for _ in range(20):
-            assert (await cache.get("T1")).read is not None  # cached
-            await store.wipe_write_perm("b1")
-            entry = await cache.get("T1")  # no wait: the write's own change was applied
-            assert entry.read is not None and entry.read.route.queue_datas[0].perm == 4
-            await store.add_write_perm("b1")
-            entry = await cache.get("T1")
-            assert entry.read is not None and entry.read.route.queue_datas[0].perm == 6
+            assert (await ns.route("T1")).route.queue_datas[0].perm == 6  # cached
+            await ns.wipe_write_perm("b1")
+            # no wait: the write's own change was applied
+            assert (await ns.route("T1")).route.queue_datas[0].perm == 4
+            await ns.add_write_perm("b1")
+            assert (await ns.route("T1")).route.queue_datas[0].perm == 6
     finally:
         await cache.close()
 
@@ -194,7 +197,7 @@ async def test_sync_without_its_marker_drops_the_cache(store: RouteStore,
         await store.register_broker(_reg(1))
         await cache.get("T1")
         assert cache._entries
-        monkeypatch.setattr("nsfleet.route_cache.SYNC_TIMEOUT", 0.05)
+        monkeypatch.setattr("nsfleet.service.route_cache.SYNC_TIMEOUT", 0.05)
         monkeypatch.setattr(cache, "_apply", lambda data: None)  # the feed stalls
         await cache.sync()
         assert not cache._entries

@@ -1,4 +1,4 @@
-"""REGISTER_BROKER bodies (§1.4 step 2, §2.6), crc32 and Java Properties text."""
+"""REGISTER_BROKER bodies (RegisterBrokerBody.decode), crc32 and Java Properties text."""
 
 from __future__ import annotations
 
@@ -7,20 +7,17 @@ import zlib
 
 import pytest
 
-from nsfleet.model import TopicConfig
+from nsfleet.domain.errors import BodyDecodeError
+from nsfleet.domain.java_properties import format_properties, parse_properties
+from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.remoting.bodies import (
-    BodyDecodeError,
     RegisterBody,
     crc32,
     decode_register_body,
     decode_topic_config_line,
-    encode_register_body,
-    encode_topic_config_line,
-    format_properties,
     is_zlib_stream,
-    new_data_version,
-    parse_properties,
 )
+from tests.support.register_bodies import encode_register_body, encode_topic_config_line
 
 SAMPLE_4X = (
     b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":293,'
@@ -49,7 +46,7 @@ MAPPING = {"bname": "broker-a", "currIdMap": {"0": 0, "1": 1}, "dirty": False,
 
 def sample_body() -> RegisterBody:
     return RegisterBody(
-        data_version=new_data_version(7, 1700000000000, 3),
+        data_version=DataVersion(7, 1700000000000, 3),
         topic_config_table={
             "TopicTest": TopicConfig("TopicTest", 8, 8, 6),
             "OrderTopic": TopicConfig("OrderTopic", 4, 2, 7, topic_sys_flag=1, order=True),
@@ -64,7 +61,7 @@ def sample_body() -> RegisterBody:
 
 def test_4x_json_sample() -> None:
     body = decode_register_body(SAMPLE_4X, compressed=False, version=400)
-    assert body.data_version == {"counter": 293, "timestamp": 1645882625002, "stateVersion": 0}
+    assert body.data_version == DataVersion(293, 1645882625002, 0)
     assert body.topic_config_table == {"TopicTest": TopicConfig("TopicTest", 4, 4, 6)}
     assert body.filter_server_list == []
     assert body.topic_queue_mapping_info == {}
@@ -73,7 +70,7 @@ def test_4x_json_sample() -> None:
 
 def test_5x_json_sample_with_state_version_attributes_and_bare_mapping_keys() -> None:
     body = decode_register_body(SAMPLE_5X, compressed=False, version=479)
-    assert body.data_version == {"counter": 5, "timestamp": 1700000000000, "stateVersion": 2}
+    assert body.data_version == DataVersion(5, 1700000000000, 2)
     assert body.topic_config_table == {
         "TopicTest": TopicConfig("TopicTest", 8, 8, 6),
         "OrderTopic": TopicConfig("OrderTopic", 4, 2, 7, topic_sys_flag=1, order=True),
@@ -83,7 +80,7 @@ def test_5x_json_sample_with_state_version_attributes_and_bare_mapping_keys() ->
 
 
 def test_5x_json_encoding_is_fastjson_shaped() -> None:
-    body = RegisterBody(new_data_version(1, 2, 3), {"t": TopicConfig("t", 8, 8, 6)}, [],
+    body = RegisterBody(DataVersion(1, 2, 3), {"t": TopicConfig("t", 8, 8, 6)}, [],
                         {"s": {"topic": "s", "currIdMap": {"0": 5}}})
     assert encode_register_body(body) == (
         b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,'
@@ -103,7 +100,7 @@ def test_missing_topic_config_fields_default_like_java() -> None:
     raw = b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{},"u":null}}}'
     body = decode_register_body(raw, compressed=False, version=479)
     assert body.topic_config_table == {"t": TopicConfig("t", 16, 16, 6, 0, False)}
-    assert body.data_version == new_data_version()
+    assert body.data_version == DataVersion()
     assert body.filter_server_list == []
 
 
@@ -112,7 +109,7 @@ def test_null_filter_server_list_and_lenient_field_types() -> None:
            b'"topicConfigTable":{"t":{"topicName":"t","perm":"6","order":"true"}}}}')
     body = decode_register_body(raw, compressed=False, version=479)
     assert body.filter_server_list is None
-    assert body.data_version["counter"] == 4
+    assert body.data_version.counter == 4
     assert body.topic_config_table["t"].order is True
 
 
@@ -121,7 +118,7 @@ def test_old_version_bare_wrapper() -> None:
            b'{"perm":6,"readQueueNums":8,"topicName":"unit-test1","writeQueueNums":8}}}')
     body = decode_register_body(raw, compressed=False, version=0)
     assert body.topic_config_table == {"unit-test1": TopicConfig("unit-test1", 8, 8, 6)}
-    assert body.data_version == new_data_version(1, 2)
+    assert body.data_version == DataVersion(1, 2)
     assert body.filter_server_list is None
     assert decode_register_body(encode_register_body(body, version=36), False, 36) == body
 
@@ -138,7 +135,7 @@ def test_old_version_with_a_register_broker_body_reads_no_topics() -> None:
 def test_empty_body(raw: bytes | None, version: int) -> None:
     body = decode_register_body(raw, compressed=False, version=version)
     assert body.topic_config_table == {}
-    assert body.data_version == {"counter": 0, "timestamp": 0, "stateVersion": 0}
+    assert body.data_version == DataVersion(0, 0, 0)
     assert body.filter_server_list == ([] if version >= 37 else None)
 
 

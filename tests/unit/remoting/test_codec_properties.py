@@ -10,7 +10,9 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsfleet.remoting.bodies import BodyDecodeError, decode_register_body, parse_properties
+from nsfleet.domain.errors import BodyDecodeError
+from nsfleet.domain.java_properties import parse_properties
+from nsfleet.remoting.bodies import decode_register_body
 from nsfleet.remoting.codec import (
     FrameDecoder,
     LanguageCode,

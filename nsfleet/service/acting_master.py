@@ -1,4 +1,5 @@
-"""The acting-master route rewrite (reference §3.6, ``namesrvConfig.supportActingMaster``).
+"""The acting-master route rewrite (RouteInfoManager.pickupTopicRouteData, with
+``namesrvConfig.supportActingMaster``).
 
 When a broker group with ``enableActingMaster`` has lost its master and its queue data for the
 topic is read-only, RocketMQ presents the group's lowest-id member as id 0 (the "acting master"),
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nsfleet.model import MASTER_ID, SYNC_BROKER_MEMBER_PREFIX, TopicRouteData, is_writeable
+from nsfleet.domain.model import MASTER_ID, SYNC_BROKER_MEMBER_PREFIX, TopicRouteData, is_writeable
 
 
 def apply_acting_master(route: TopicRouteData, topic: str) -> TopicRouteData:

@@ -1,7 +1,7 @@
 """Per-worker route cache, invalidated by the change feed the Lua scripts publish on P:changes.
 
 Hot route reads then cost no Redis round trip (the Python Redis client, not Redis, is the
-bottleneck: see perf notes). An entry also expires when the first member it lists reaches its
+bottleneck of an uncached read). An entry also expires when the first member it lists reaches its
 deadline, since TTL expiry publishes nothing. Without a live subscription nothing is cached, so a
 lost pub/sub connection can never serve a stale route. Long-polls wait on the same feed.
 """
@@ -9,21 +9,19 @@ lost pub/sub connection can never serve a stale route. Long-polls wait on the sa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import structlog
-from redis.exceptions import RedisError
 
+from nsfleet.change_feed import Change
+from nsfleet.domain.errors import NameServerError
 from nsfleet.metrics import Metrics
 from nsfleet.store import RouteRead, RouteStore
 
 log = structlog.get_logger(__name__)
-CONFIG_CHANGED = "@config"
-SYNC = "@sync:"
 SYNC_TIMEOUT = 0.5
 
 
@@ -67,15 +65,13 @@ class RouteCache:
 
     async def _listen(self) -> None:
         while not self._closing:
-            pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(self.store.keys.changes)
-                self._subscribed = True
-                while not self._closing:
-                    message = await pubsub.get_message(ignore_subscribe_messages=True,
-                                                       timeout=1.0)
-                    if message is not None and message["type"] == "message":
-                        self._apply(message["data"])
+                async with self.store.changes.subscribe() as subscription:
+                    self._subscribed = True
+                    while not self._closing:
+                        change = await subscription.next(wait=1.0)
+                        if change is not None:
+                            self._apply(change)
             except asyncio.CancelledError:
                 return
             except Exception as exc:  # the subscription broke: cache nothing until it is back
@@ -84,27 +80,24 @@ class RouteCache:
                 self._subscribed = False
                 self._entries.clear()
                 self._wake_all()
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
             if not self._closing:
                 await asyncio.sleep(1.0)
 
-    def _apply(self, data: str) -> None:
-        _, _, what = data.partition(" ")
-        if what.startswith(SYNC):
-            fut = self._syncs.get(what[len(SYNC):])
+    def _apply(self, change: Change) -> None:
+        if change.sync_token is not None:
+            fut = self._syncs.get(change.sync_token)
             if fut is not None and not fut.done():
                 fut.set_result(None)
             return
-        if what == CONFIG_CHANGED:
+        if change.config:
             for event in self.on_config_change:
                 event.set()
             return
-        if what == "*":
+        if change.all_routes:
             self._entries.clear()
             self._wake_all()
             return
-        for topic in filter(None, what.split(",")):
+        for topic in change.topics:
             self._entries.pop((topic, False), None)
             self._entries.pop((topic, True), None)
             for fut in self._waiters.pop(topic, ()):
@@ -133,10 +126,10 @@ class RouteCache:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._syncs[token] = fut
         try:
-            await self.store.redis.publish(self.store.keys.changes, f"0 {SYNC}{token}")
+            await self.store.changes.publish_sync(token)
             async with asyncio.timeout(SYNC_TIMEOUT):
                 await fut
-        except (TimeoutError, RedisError):
+        except (TimeoutError, NameServerError):
             self._entries.clear()
         finally:
             self._syncs.pop(token, None)

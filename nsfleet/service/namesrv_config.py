@@ -1,4 +1,4 @@
-"""The NameServer's run-time configuration (NamesrvConfig, §4.1), shared by the whole fleet.
+"""The NameServer's run-time configuration (NamesrvConfig), shared by the whole fleet.
 
 UPDATE_NAMESRV_CONFIG (318) writes to the P:config hash and announces it on the change feed, so an
 update sent to any worker applies to every worker; GET_NAMESRV_CONFIG (319) lists it. Only known
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 
+from nsfleet.domain.errors import ConfigBlacklisted
+from nsfleet.domain.java import parse_boolean, parse_integer
+from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.store import RouteStore
 
 # NamesrvConfig keys with their Java defaults. Keys marked "no effect" in docs/config.md are
@@ -41,15 +44,6 @@ ALWAYS_BLACKLISTED = frozenset({"configBlackList", "configStorePath", "kvConfigP
                                 "rocketmqHome"})
 
 
-class BlacklistedKey(Exception):
-    """An update named a key that may never be changed remotely."""
-
-
-def parse_bool(value: str | None) -> bool:
-    """Java's Boolean.parseBoolean: only a case-insensitive "true" is true."""
-    return value is not None and value.strip().lower() == "true"
-
-
 class NamesrvConfig:
     def __init__(self, store: RouteStore, static: dict[str, str] | None = None) -> None:
         self.store = store
@@ -57,17 +51,15 @@ class NamesrvConfig:
         self.values: dict[str, str] = dict(DEFAULTS)
 
     async def refresh(self) -> None:
-        stored = await self.store.redis.hgetall(self.store.keys.config)
+        stored = await self.store.read_config()
         self.values = DEFAULTS | {k: v for k, v in stored.items() if k in DEFAULTS}
 
     def flag(self, key: str) -> bool:
-        return parse_bool(self.values.get(key))
+        return parse_boolean(self.values.get(key))
 
     def number(self, key: str) -> int:
-        try:
-            return int(self.values.get(key, DEFAULTS[key]))
-        except ValueError:
-            return int(DEFAULTS[key])
+        value = parse_integer(self.values.get(key))
+        return int(DEFAULTS[key]) if value is None else value
 
     def blacklist(self) -> set[str]:
         listed = {k.strip() for k in self.values["configBlackList"].split(";") if k.strip()}
@@ -77,16 +69,18 @@ class NamesrvConfig:
         """Apply the known keys of ``props`` fleet-wide; returns what was applied."""
         refused = sorted(set(props) & self.blacklist())
         if refused:
-            raise BlacklistedKey(", ".join(refused))
+            raise ConfigBlacklisted(", ".join(refused))
         applied = {k: v for k, v in props.items() if k in DEFAULTS}
         if applied:
-            redis = self.store.redis
-            await redis.hset(self.store.keys.config, mapping=applied)
-            await redis.publish(self.store.keys.changes, "0 @config")
+            await self.store.write_config(applied)
             await self.refresh()
         return applied
 
+    @staticmethod
+    def parse(text: str) -> dict[str, str]:
+        """UPDATE_NAMESRV_CONFIG's body (MixAll.string2Properties); ValueError if malformed."""
+        return parse_properties(text)
+
     def properties_text(self) -> str:
         """GET_NAMESRV_CONFIG's body: every key as key=value lines, sorted by key."""
-        merged = self.values | self.static
-        return "".join(f"{k}={merged[k]}\n" for k in sorted(merged))
+        return format_properties(self.values | self.static)

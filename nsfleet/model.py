@@ -1,2 +1,0 @@
-from nsfleet.domain.model import *  # noqa: F403  (temporary)
-from nsfleet.domain.model import DEFAULT_HEARTBEAT_TIMEOUT_MS  # noqa: F401

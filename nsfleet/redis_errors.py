@@ -1,0 +1,36 @@
+"""redis-py's exceptions turned into the domain's: the store is the only layer that knows Redis."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from nsfleet.domain.errors import StoreFailed, StoreUnavailable
+
+_C = TypeVar("_C", bound=type)
+
+
+def translating_redis_errors(cls: _C) -> _C:
+    """Every public coroutine of ``cls`` raises the domain's StoreUnavailable / StoreFailed
+    instead of redis-py's exceptions, so no caller above the store needs to know Redis."""
+    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(fn)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                raise StoreUnavailable(str(exc) or type(exc).__name__) from exc
+            except RedisError as exc:
+                raise StoreFailed(str(exc) or type(exc).__name__) from exc
+        return call
+
+    for name, fn in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.iscoroutinefunction(fn):
+            setattr(cls, name, wrap(fn))
+    return cls

@@ -1,0 +1,333 @@
+"""The NameServer: the one service API both front ends (HTTP and RocketMQ remoting) call.
+
+Every operation a request can perform is a method here. It adds what depends on the worker to the
+route store: the fleet-wide NamesrvConfig flags, the default broker timeout, the route cache (and
+read-your-writes after every write), long-poll waits and the acting-master route rewrite. Front
+ends only decode a request, call one method and encode its answer; refusals are the domain errors
+of ``nsfleet.domain.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from nsfleet.config import Settings
+from nsfleet.domain import validation
+from nsfleet.domain.errors import (
+    ConfigUnparsable,
+    FeatureDisabled,
+    KvKeyMissing,
+    KvNotFound,
+    NotReady,
+    TopicRouteNotFound,
+)
+from nsfleet.domain.model import (
+    ORDER_TOPIC_CONFIG,
+    BrokerRegistration,
+    ClusterInfo,
+    DataVersion,
+    LiveBroker,
+    QueueData,
+    RegisterResult,
+    TopicRouteData,
+)
+from nsfleet.metrics import Metrics
+from nsfleet.service.acting_master import apply_acting_master
+from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.route_cache import Entry, RouteCache
+from nsfleet.store import RouteStore
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class RouteAnswer:
+    """A topic's route as served, with its encodings memoised per cache entry."""
+
+    route: TopicRouteData
+    rev: int
+    _memo: dict[str, bytes]
+
+    @property
+    def etag(self) -> str:
+        return str(self.rev)
+
+    def encoded(self, encoding: str, encode: Callable[[TopicRouteData], bytes]) -> bytes:
+        data = self._memo.get(encoding)
+        if data is None:
+            data = self._memo[encoding] = encode(self.route)
+        return data
+
+
+class NameServer:
+    def __init__(self, settings: Settings, store: RouteStore, cache: RouteCache,
+                 config: NamesrvConfig, metrics: Metrics) -> None:
+        self.settings = settings
+        self._store = store
+        self._cache = cache
+        self.config = config
+        self.metrics = metrics
+        self.started = time.monotonic()
+
+    async def _written(self, write: Awaitable[T]) -> T:
+        """Run a write, then wait until this worker's cache has applied every change it
+        published, so the next read here sees the write (read your writes)."""
+        result = await write
+        await self._cache.sync()
+        return result
+
+    # --- brokers -------------------------------------------------------------------------------
+
+    async def register_broker(self, reg: BrokerRegistration) -> RegisterResult:
+        """REGISTER_BROKER with the fleet's defaults. A fenced registration answers, as Java's
+        empty RegisterBrokerResult does, with the ORDER_TOPIC_CONFIG table still attached."""
+        if reg.heartbeat_timeout_millis is None:
+            reg.heartbeat_timeout_millis = int(self.settings.broker_timeout * 1000)
+        return_kv = self.config.flag("returnOrderTopicConfigToBroker")
+        result = await self._written(self._store.register_broker(
+            reg,
+            delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
+                                  and not reg.static_topics),
+            return_order_conf=return_kv))
+        if result.fenced and return_kv:
+            result.kv_table = await self._store.kv_list(ORDER_TOPIC_CONFIG)
+        return result
+
+    async def unregister_broker(self, cluster: str | None, addr: str | None,
+                                name: str | None, *,
+                                generation: int | None = None) -> int:
+        """-1 fenced (``generation`` is no longer the broker's), 0 removed from a group that
+        remains, 1 removed with its group."""
+        return await self._written(self._store.unregister_broker(cluster, addr, name,
+                                                                 generation=generation))
+
+    async def heartbeat(self, cluster: str | None, addr: str | None) -> bool:
+        """Refresh a live broker's deadline; False when it is not live. Not a write in the
+        read-your-writes sense: no route changes."""
+        if not _could_be_live(cluster, addr):
+            return False
+        assert cluster is not None and addr is not None
+        return await self._store.heartbeat(cluster, addr)
+
+    async def query_data_version(self, cluster: str | None, addr: str | None,
+                                 dv: DataVersion | None) -> tuple[bool, DataVersion | None]:
+        """(changed, stored DataVersion or None), refreshing the deadline like Java 5.x. An
+        unknown broker, or no DataVersion to compare, is "changed" (stored.equals(null))."""
+        if not _could_be_live(cluster, addr):
+            return True, None
+        assert cluster is not None and addr is not None
+        changed, stored = await self._store.query_data_version(cluster, addr,
+                                                               dv or DataVersion())
+        return changed or dv is None, stored
+
+    async def live_brokers(self) -> list[LiveBroker]:
+        brokers = await self._store.live_brokers()
+        return sorted(brokers, key=lambda b: (b.cluster, b.broker_name, b.broker_id))
+
+    async def wipe_write_perm(self, name: str | None) -> int:
+        """Topics whose write perm was removed; a name no registration accepts has none."""
+        if not validation.is_valid(validation.name, name):
+            return 0
+        assert name is not None
+        return await self._written(self._store.wipe_write_perm(name))
+
+    async def add_write_perm(self, name: str | None) -> int:
+        if not validation.is_valid(validation.name, name):
+            return 0
+        assert name is not None
+        return await self._written(self._store.add_write_perm(name))
+
+    async def broker_member_group(self, name: str | None) -> dict[int, str]:
+        """GET_BROKER_MEMBER_GROUP: the group's brokerId -> address map (empty if unknown)."""
+        if not validation.is_valid(validation.name, name):
+            return {}
+        assert name is not None
+        return (await self._store.broker_member_group("", name)).broker_addrs
+
+    async def cluster_info(self) -> ClusterInfo:
+        return await self._store.cluster_info()
+
+    async def system_topic_list(self) -> tuple[list[str], str | None]:
+        return await self._store.system_topic_list()
+
+    # --- routes --------------------------------------------------------------------------------
+
+    def _check_ready(self) -> None:
+        """needWaitForService: routes are refused for waitSecondsForService after start."""
+        if (self.config.flag("needWaitForService")
+                and time.monotonic() - self.started < self.config.number("waitSecondsForService")):
+            raise NotReady
+
+    async def route(self, topic: str | None) -> RouteAnswer:
+        """The route clients get (cached, with orderTopicConf and the acting-master rewrite as
+        the fleet config says); TopicRouteNotFound for an unknown or impossible topic name."""
+        self._check_ready()
+        if not validation.routable(topic):
+            raise TopicRouteNotFound(topic)
+        assert topic is not None
+        entry = await self._cache.get(topic, order_conf=self.config.flag("orderMessageEnable"))
+        return self._answer(topic, entry)
+
+    def cached_route(self, topic: str | None) -> RouteAnswer | None:
+        """The answer ``route`` would give when it needs no Redis call (raising the same
+        errors), else None."""
+        self._check_ready()
+        if not validation.routable(topic):
+            raise TopicRouteNotFound(topic)
+        assert topic is not None
+        entry = self._cache.peek(topic, order_conf=self.config.flag("orderMessageEnable"))
+        return None if entry is None else self._answer(topic, entry)
+
+    async def route_change(self, topic: str, etag: str | None, wait: float,
+                           stopping: Callable[[], bool]) -> RouteAnswer | None:
+        """Long-poll: the route once its ETag differs from ``etag``, or None (no route) when
+        that is the change; returns the unchanged answer after ``wait`` seconds or when
+        ``stopping()`` turns true. TopicRouteNotFound only when ``etag`` is not "0"."""
+        validation.topic(topic)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            try:
+                answer: RouteAnswer | None = await self.route(topic)
+            except TopicRouteNotFound:
+                answer = None
+            current = answer.etag if answer else "0"
+            remaining = deadline - loop.time()
+            if etag != current or remaining <= 0 or stopping():
+                return answer
+            await self._cache.wait_for_change(topic, min(remaining, 1.0))
+
+    def _answer(self, topic: str, entry: Entry) -> RouteAnswer:
+        if entry.read is None:
+            raise TopicRouteNotFound(topic)
+        route = entry.read.route
+        memo_key = "acting" if self.config.flag("supportActingMaster") else "plain"
+        if memo_key == "acting":
+            route = apply_acting_master(route, topic)
+        return RouteAnswer(route, entry.read.rev, entry.encoded.setdefault(memo_key, {}))
+
+    # --- topics --------------------------------------------------------------------------------
+
+    def _check_list(self, flag: str) -> None:
+        if not self.config.flag(flag):
+            raise FeatureDisabled
+
+    async def all_topics(self) -> list[str]:
+        self._check_list("enableAllTopicList")
+        return await self._store.all_topics()
+
+    async def unit_topics(self) -> list[str]:
+        self._check_list("enableTopicList")
+        return await self._store.unit_topics()
+
+    async def has_unit_sub_topics(self) -> list[str]:
+        self._check_list("enableTopicList")
+        return await self._store.has_unit_sub_topics()
+
+    async def has_unit_sub_ununit_topics(self) -> list[str]:
+        self._check_list("enableTopicList")
+        return await self._store.has_unit_sub_ununit_topics()
+
+    async def topics_by_cluster(self, cluster: str | None) -> list[str]:
+        self._check_list("enableTopicList")
+        if not validation.is_valid(validation.name, cluster):
+            return []  # a cluster name no registration accepts has no topics
+        assert cluster is not None
+        return await self._store.topics_by_cluster(cluster)
+
+    async def delete_topic(self, topic: str | None, cluster: str | None = None) -> int:
+        """Queue data rows removed (of ``cluster``'s groups only, when named); a topic or
+        cluster name no write accepts has none."""
+        if not validation.is_valid(validation.topic, topic) or (
+                cluster and not validation.is_valid(validation.name, cluster)):
+            return 0
+        assert topic is not None
+        return await self._written(self._store.delete_topic(topic, cluster or None))
+
+    async def register_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
+        """REGISTER_TOPIC_IN_NAMESRV (RouteInfoManager.registerTopic): only known broker groups
+        are written. An empty list is ignored whatever the topic. A brokerName no registration
+        accepts is an unknown group, and Java stops at an unknown group: a new topic is then not
+        created at all, an existing one keeps what was written before it. Returns the rows
+        written."""
+        if not queue_datas:
+            return 0
+        topic = validation.topic(topic)
+        known: list[QueueData] = []
+        for qd in queue_datas:
+            if not validation.is_valid(validation.name, qd.broker_name):
+                if not await self._store.topic_exists(topic):
+                    return 0
+                break
+            known.append(qd)
+        if not known:
+            return 0
+        return await self._written(self._store.register_topic(topic, known))
+
+    # --- KV config -----------------------------------------------------------------------------
+
+    async def kv_put(self, namespace: str | None, key: str | None, value: str | None) -> bool:
+        """``None`` is Java's null value: the namespace exists, the key is absent."""
+        if namespace is None or key is None:
+            raise KvKeyMissing
+        return await self._written(self._store.kv_put(namespace, key, value))
+
+    async def kv_get(self, namespace: str | None, key: str | None) -> str:
+        value = None
+        if (validation.is_valid(validation.kv_part, namespace)
+                and validation.is_valid(validation.kv_part, key)):
+            assert namespace is not None and key is not None
+            value = await self._store.kv_get(namespace, key)
+        if value is None:
+            raise KvNotFound(namespace, key)
+        return value
+
+    async def kv_delete(self, namespace: str | None, key: str | None) -> bool:
+        """True when a value was removed; a namespace or key no write accepts has none."""
+        if not (validation.is_valid(validation.kv_part, namespace)
+                and validation.is_valid(validation.kv_part, key)):
+            return False
+        assert namespace is not None and key is not None
+        return await self._written(self._store.kv_delete(namespace, key))
+
+    async def kv_list(self, namespace: str | None) -> dict[str, str]:
+        table = None
+        if validation.is_valid(validation.kv_part, namespace):
+            assert namespace is not None
+            table = await self._store.kv_list(namespace)
+        if table is None:
+            raise KvNotFound(namespace, whole_namespace=True)
+        return table
+
+    # --- NamesrvConfig -------------------------------------------------------------------------
+
+    async def update_config(self, properties_text: str | None) -> dict[str, str]:
+        """UPDATE_NAMESRV_CONFIG: Java Properties text; what was applied fleet-wide."""
+        if not properties_text:
+            return {}
+        try:
+            props = self.config.parse(properties_text)
+        except ValueError:
+            raise ConfigUnparsable from None
+        return await self.config.update(props)
+
+    def config_text(self) -> str:
+        """GET_NAMESRV_CONFIG's body."""
+        return self.config.properties_text()
+
+    # --- health --------------------------------------------------------------------------------
+
+    async def check_store(self) -> None:
+        """Raise StoreUnavailable unless Redis answers."""
+        await self._store.ping()
+
+
+def _could_be_live(cluster: str | None, addr: str | None) -> bool:
+    """Registration validates both, so any other value names no live broker (Java's lookup
+    would simply find nothing)."""
+    return (validation.is_valid(validation.name, cluster)
+            and validation.is_valid(validation.addr, addr))
