@@ -1,11 +1,12 @@
 --[[
-  Read the cluster tables (GET_BROKER_CLUSTER_INFO, §3.7) consistently in one round trip.
+  Read the cluster tables (GET_BROKER_CLUSTER_INFO, RouteInfoManager.getAllClusterInfo)
+  consistently in one round trip.
   Like Java, this shows the tables as they are: members past their deadline stay until the sweep.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     (no ARGV[i])
   Output:
-    {clusters, groups}
+    {"ok", clusters, groups}
       clusters = {cluster1, {name, ...}, cluster2, {...}, ...}
       groups   = {{brokerName, cluster, enableActingMaster, zoneName, {id1, addr1, ...}}, ...}
 ]]
@@ -27,4 +28,4 @@ for _, cluster in ipairs(rcall('SMEMBERS', k_clusters())) do
     end
   end
 end
-return {clusters, groups}
+return {'ok', clusters, groups}

@@ -1,12 +1,14 @@
 --[[
-  Delete a topic (DELETE_TOPIC_IN_NAMESRV): all its queue data, or only that of the broker groups
-  of one cluster (the topic is dropped once no queue data is left; an unknown cluster is a no-op).
+  Delete a topic (DELETE_TOPIC_IN_NAMESRV, RouteInfoManager.deleteTopic): all its queue data, or
+  only that of the broker groups of one cluster (the topic is dropped once no queue data is left;
+  an unknown cluster is a no-op).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] topic
     ARGV[2] clusterName, or "" for the whole topic
   Output:
-    number of queue data rows removed
+    {"ok", removed}
+      removed  number of queue data rows removed
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -21,4 +23,4 @@ else
 end
 for _, name in ipairs(names) do drop_queue(topic, name) end
 publish_changes()
-return #names
+return {'ok', #names}

@@ -7,10 +7,11 @@
     ARGV[1] clusterName   ARGV[2] brokerAddr
     ARGV[3] "1" = also compare a DataVersion: ARGV[4] counter, ARGV[5] timestamp, ARGV[6] stateVersion
   Output:
-    {found, changed, counter, timestamp, stateVersion}
-      found    1 when the broker is live (and was refreshed), 0 otherwise
-      changed  1 when the stored DataVersion is missing or differs from ARGV[4..6] (0 without ARGV[3])
-      counter, timestamp, stateVersion: the stored DataVersion ("" when not found)
+    {"ok", changed, counter, timestamp, stateVersion}   the broker is live and was refreshed
+    {"unknown", changed, "", "", ""}                    the broker is not live; nothing written
+      changed  "1" when the stored DataVersion is missing or differs from ARGV[4..6], else "0"
+               (always "0" without ARGV[3])
+      counter, timestamp, stateVersion: the stored DataVersion
 ]]
 --- @include "keys"
 
@@ -19,15 +20,15 @@ local bkey = k_broker(cluster, addr)
 local row = rcall('HMGET', bkey, 'heartbeatTimeoutMillis', 'dataVersionCounter',
   'dataVersionTimestamp', 'stateVersion')
 if not row[1] then
-  return {0, ARGV[3] == '1' and 1 or 0, '', '', ''}
+  return {'unknown', ARGV[3] == '1' and '1' or '0', '', '', ''}
 end
 local now = now_ms()
 local deadline = now + tonumber(row[1])
 rcall('HSET', bkey, 'lastUpdateTimestamp', fmt(now))
 rcall('PEXPIREAT', bkey, fmt(deadline))
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
-local changed = 0
+local changed = '0'
 if ARGV[3] == '1' and (row[2] ~= ARGV[4] or row[3] ~= ARGV[5] or row[4] ~= ARGV[6]) then
-  changed = 1
+  changed = '1'
 end
-return {1, changed, row[2], row[3], row[4]}
+return {'ok', changed, row[2], row[3], row[4]}

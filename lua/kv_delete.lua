@@ -1,5 +1,6 @@
 --[[
-  DELETE_KV_CONFIG: remove one key. The namespace stays, possibly empty, as in Java.
+  DELETE_KV_CONFIG (KVConfigManager.deleteKVConfig): remove one key. The namespace stays,
+  possibly empty, as in Java.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:kv:<namespace>:<key>
@@ -7,13 +8,14 @@
     ARGV[1] key
     ARGV[2] "1" when the namespace is ORDER_TOPIC_CONFIG
   Output:
-    1 when a value was removed, 0 when there was none
+    {"ok", removed}
+      removed  "1" when a value was removed, "0" when there was none
 ]]
 --- @include "keys"
 --- @include "changes"
 
 rcall('DEL', KEYS[2])
-if rcall('HDEL', KEYS[3], ARGV[1]) == 0 then return 0 end
+if rcall('HDEL', KEYS[3], ARGV[1]) == 0 then return {'ok', '0'} end
 if ARGV[2] == '1' then touch_topic(ARGV[1]) else touch_none() end
 publish_changes()
-return 1
+return {'ok', '1'}

@@ -1,6 +1,6 @@
 --[[
-  PUT_KV_CONFIG: store one value, creating the namespace if needed. Idempotent (admin tools fan
-  the same put out to every name server address).
+  PUT_KV_CONFIG (KVConfigManager.putKVConfig): store one value, creating the namespace if
+  needed. Idempotent (admin tools fan the same put out to every name server address).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:kv:<namespace>:<key>   the row (spark-readable)
@@ -11,7 +11,8 @@
     ARGV[5] "1" when the value is null (Java's PUT without a value: the namespace exists and
             the key reads as absent); ARGV[3] is then ignored
   Output:
-    1 when something changed, 0 when it was already so
+    {"ok", changed}
+      changed  "1" when something changed, "0" when it was already so
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -26,7 +27,7 @@ elseif rcall('HGET', KEYS[3], key) ~= value then
   rcall('HSET', KEYS[3], key, value)
   changed = true
 end
-if not changed then return 0 end
+if not changed then return {'ok', '0'} end
 if ARGV[4] == '1' then touch_topic(key) else touch_none() end
 publish_changes()
-return 1
+return {'ok', '1'}

@@ -1,5 +1,7 @@
 --[[
-  Register a broker: the whole of RouteInfoManager.registerBroker (reference §3.2), atomically.
+  Register a broker: the whole of RouteInfoManager.registerBroker, atomically. The "Step N"
+  comments below number the parts of that method in Java's order; steps 6 and 7 (the two
+  refusals) run first here, so that a refused call writes nothing of steps 1-5.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, see keys.lua)
     KEYS[2] P:idx:kvns                      KV namespaces
@@ -19,10 +21,11 @@
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, kvFlag, k1, v1, k2, v2, ...}
       kvFlag "1" when the ORDER_TOPIC_CONFIG namespace exists (then its pairs follow), else "0"
-    {"fenced"}   an older stateVersion tried to take over an id (§3.2 step 6): the newcomer's
-                 address is removed and nothing else is written
-    {"rejected"} single-topic registration from an id the group does not know (§3.2 step 7);
-                 nothing is written
+    {"fenced"}   an older stateVersion tried to take over an id (step 6, the stateVersion check
+                 of RouteInfoManager.registerBroker): the newcomer's address is removed and
+                 nothing else is written
+    {"rejected"} single-topic registration from an id the group does not know (step 7, the
+                 single-topic guard of RouteInfoManager.registerBroker); nothing is written
 ]]
 --- @include "keys"
 --- @include "changes"

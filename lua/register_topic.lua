@@ -8,18 +8,19 @@
     ARGV[1] topic
     then groups of 5: brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag
   Output:
-    number of queue data rows written
+    {"ok", written}
+      written  number of queue data rows written
 ]]
 --- @include "keys"
 --- @include "changes"
 
 local topic = ARGV[1]
 local n = (#ARGV - 1) / 5
-if n == 0 then return 0 end
+if n == 0 then return {'ok', 0} end
 local exists = rcall('SISMEMBER', k_topics(), topic) == 1
 if not exists then
   for i = 0, n - 1 do
-    if rcall('EXISTS', k_group(ARGV[2 + i * 5])) == 0 then return 0 end
+    if rcall('EXISTS', k_group(ARGV[2 + i * 5])) == 0 then return {'ok', 0} end
   end
 end
 local written = 0
@@ -37,4 +38,4 @@ for i = 0, n - 1 do
 end
 if written > 0 then touch_topic(topic) end
 publish_changes()
-return written
+return {'ok', written}

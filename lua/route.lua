@@ -1,16 +1,17 @@
 --[[
-  Assemble one topic's route (pickupTopicRouteData, §3.6) in one round trip. Members whose live row
-  has expired are left out even before the sweep runs, and the route is shaped as it will be once
-  the sweep has run: a group with no live member is left out with its queue data, and a group with
-  enableActingMaster that has lost its live master is shown without the write perm.
+  Assemble one topic's route (RouteInfoManager.pickupTopicRouteData) in one round trip. Members
+  whose live row has expired are left out even before the sweep runs, and the route is shaped as
+  it will be once the sweep has run: a group with no live member is left out with its queue data,
+  and a group with enableActingMaster that has lost its live master is shown without the write
+  perm.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kv:ORDER_TOPIC_CONFIG
     ARGV[1] topic
     ARGV[2] "1" = include orderTopicConf (orderMessageEnable)
   Output:
-    {} when there is no queue data or no live group (TOPIC_NOT_EXIST), else
-    {rev, orderTopicConf|"", ttl, group1, group2, ...}
+    {"none"} when there is no queue data or no live group (TOPIC_NOT_EXIST), else
+    {"ok", rev, orderTopicConf|"", ttl, group1, group2, ...}
       rev   the topic's change counter; ttl: ms until the first listed member's deadline
       group = {brokerName, cluster, enableActingMaster, zoneName, readQueueNums, writeQueueNums,
                perm, topicSysFlag, {id1, addr1, ...}, {addr, "f1,f2", ...}}
@@ -19,9 +20,9 @@
 
 local topic = ARGV[1]
 local names = rcall('SMEMBERS', k_topic(topic))
-if #names == 0 then return {} end
+if #names == 0 then return {'none'} end
 table.sort(names)
-local reply = {'', '', -1}
+local reply = {'ok', '', '', -1}
 local min_ttl = -1
 for _, name in ipairs(names) do
   local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
@@ -52,8 +53,8 @@ for _, name in ipairs(names) do
     end
   end
 end
-if #reply == 3 then return {} end
-reply[1] = rcall('GET', k_topic_rev(topic)) or '0'
-if ARGV[2] == '1' then reply[2] = rcall('HGET', KEYS[2], topic) or '' end
-reply[3] = min_ttl
+if #reply == 4 then return {'none'} end
+reply[2] = rcall('GET', k_topic_rev(topic)) or '0'
+if ARGV[2] == '1' then reply[3] = rcall('HGET', KEYS[2], topic) or '' end
+reply[4] = min_ttl
 return reply

@@ -1,8 +1,8 @@
 --[[
-  Expire brokers whose deadline has passed (scanNotActiveBroker), reading only what is due from the
-  deadline zset, at most ARGV[2] per call, each with the unregister cascade. Safe to run from every
-  worker at once: each call re-reads the zset inside the script, so a broker refreshed in the
-  meantime is no longer due and a broker already removed is not found.
+  Expire brokers whose deadline has passed (RouteInfoManager.scanNotActiveBroker), reading only
+  what is due from the deadline zset, at most ARGV[2] per call, each with the unregister cascade.
+  Safe to run from every worker at once: each call re-reads the zset inside the script, so a
+  broker refreshed in the meantime is no longer due and a broker already removed is not found.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] "now" in epoch ms, or "" for the Redis server clock
@@ -10,8 +10,8 @@
     ARGV[3] mass-expiry guard share (0 < s <= 1), or "0" = guard off: when more than 4 brokers are
             live and more than this share of them is due, nothing is removed
   Output:
-    {held, due, live, cluster1, addr1, name1, cluster2, ...}
-      held 1 when the guard held the sweep (nothing removed), else 0
+    {"ok", due, live, cluster1, addr1, name1, cluster2, ...}   swept (possibly nothing)
+    {"held", due, live}   the mass-expiry guard held the sweep: nothing removed
       due  brokers due before this call; live: brokers in the deadline set before this call
       then one triple per removed broker
 ]]
@@ -23,9 +23,9 @@ local now = ARGV[1] ~= '' and tonumber(ARGV[1]) or now_ms()
 local batch, share = tonumber(ARGV[2]), tonumber(ARGV[3])
 local live = rcall('ZCARD', k_deadlines())
 local due = rcall('ZCOUNT', k_deadlines(), '-inf', fmt(now))
-if due == 0 then return {0, 0, live} end
-if share > 0 and live > 4 and due > live * share then return {1, due, live} end
-local reply = {0, due, live}
+if due == 0 then return {'ok', 0, live} end
+if share > 0 and live > 4 and due > live * share then return {'held', due, live} end
+local reply = {'ok', due, live}
 for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(now), 'LIMIT', 0, batch)) do
   local tab = string.find(member, '\t', 1, true)
   local cluster, addr = string.sub(member, 1, tab - 1), string.sub(member, tab + 1)

@@ -1,25 +1,29 @@
 --[[
-  Topic lists that need more than one read: by cluster (GET_TOPICS_BY_CLUSTER) and by the unit
-  flags of the topic's first queue data (GET_UNIT_TOPIC_LIST and friends; "first" = the queue data
-  of the alphabetically lowest broker name, as Java's HashMap order is not reproducible).
+  Topic lists that need more than one read: by cluster (GET_TOPICS_BY_CLUSTER,
+  RouteInfoManager.getTopicsByCluster) and by the unit flags of the topic's first queue data
+  (GET_UNIT_TOPIC_LIST and friends, RouteInfoManager.getUnitTopics, getHasUnitSubTopicList and
+  getHasUnitSubUnUnitTopicList; "first" = the queue data of the alphabetically lowest broker
+  name, as Java's HashMap order is not reproducible).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
     ARGV[2] clusterName (mode "cluster" only)
   Output:
-    the topics, unsorted
+    {"ok", topic1, topic2, ...}   the topics, unsorted
 ]]
 --- @include "keys"
 
 local mode = ARGV[1]
 if mode == 'cluster' then
   local names = rcall('SMEMBERS', k_cluster(ARGV[2]))
-  if #names == 0 then return {} end
+  local out = {'ok'}
+  if #names == 0 then return out end
   local keys = {}
   for i, name in ipairs(names) do keys[i] = k_broker_topics(name) end
-  return rcall('SUNION', unpack(keys))
+  for _, topic in ipairs(rcall('SUNION', unpack(keys))) do out[#out + 1] = topic end
+  return out
 end
-local out = {}
+local out = {'ok'}
 for _, topic in ipairs(rcall('SMEMBERS', k_topics())) do
   local names = rcall('SMEMBERS', k_topic(topic))
   table.sort(names)

@@ -1,8 +1,9 @@
 --[[
-  Unregister a broker (UNREGISTER_BROKER, or a closed broker connection) with the full cascade of
-  includes/cascade.lua. Applied synchronously, so there is no batch queue to race with a fresh
-  registration (apache/rocketmq#11043); a connection-close unregister is also fenced by the
-  registration generation it saw. The live row of (cluster, addr) is removed only while that
+  Unregister a broker (UNREGISTER_BROKER, or a closed broker connection;
+  RouteInfoManager.unRegisterBroker) with the full cascade of includes/cascade.lua. Applied
+  synchronously, so there is no batch queue to race with a fresh registration
+  (apache/rocketmq#11043); a connection-close unregister is also fenced by the registration
+  generation it saw. The live row of (cluster, addr) is removed only while that
   address's registration record names ARGV[3] (or is gone): an address since registered in
   another group keeps that registration alive.
   Input:
@@ -11,8 +12,11 @@
     ARGV[4] generation fence: "" = unconditional; otherwise remove only while the broker's
             registration record still carries this generation
   Output:
-    -1 fenced (a newer registration exists, or none at all), 0 removed from a group that remains
-    (or an unknown group), 1 removed and the group went with it
+    {"ok", removed}
+      removed  "1" when the broker was removed and its group went with it, "0" when it was
+               removed from a group that remains (or an unknown group)
+    {"fenced"}  ARGV[4] is set and the registration record carries another generation (a newer
+                registration exists, or none at all): nothing is written
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -20,8 +24,8 @@
 
 local cluster, addr, name, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if fence ~= '' and rcall('HGET', k_reg(cluster, addr), 'generation') ~= fence then
-  return -1
+  return {'fenced'}
 end
 local removed = remove_broker(cluster, addr, name)
 publish_changes()
-return removed
+return {'ok', tostring(removed)}

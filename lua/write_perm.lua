@@ -1,5 +1,6 @@
 --[[
-  WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER over one broker group's queue data.
+  WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER over one broker group's queue data
+  (RouteInfoManager.wipeWritePermOfBrokerByLock / addWritePermOfBrokerByLock).
   Wipe clears PERM_WRITE; add sets the perm to READ|WRITE (6), replacing it, as Java does.
   O(topics of the group).
   Input:
@@ -7,7 +8,9 @@
     ARGV[1] brokerName
     ARGV[2] "wipe" | "add"
   Output:
-    number of topics that had queue data for the group, whether or not the perm changed (Java's count)
+    {"ok", count}
+      count  number of topics that had queue data for the group, whether or not the perm changed
+             (Java's count)
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -32,4 +35,4 @@ for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
   end
 end
 publish_changes()
-return count
+return {'ok', count}

@@ -1,7 +1,10 @@
 """Loads the Lua scripts of ``lua/`` and resolves their ``--- @include "name"`` lines.
 
 The scripts ship inside the wheel as ``nsfleet/lua``; in a source checkout they are read from the
-top-level ``lua/`` directory.
+top-level ``lua/`` directory. A script ``<name>.lua`` and an include ``includes/<name>.lua`` may
+both carry ``--- @include "other"`` lines (an include lists them at its top); they are resolved
+depth-first, so every include is inlined exactly once per script, after everything it includes
+and before whatever includes it.
 """
 
 from __future__ import annotations
@@ -11,15 +14,14 @@ from functools import cache
 from pathlib import Path
 
 INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
-# Scripts that change tables (and publish on the change feed); the rest only read.
-WRITE_SCRIPTS = frozenset({
-    "register_broker", "unregister_broker", "sweep", "delete_topic", "register_topic",
-    "write_perm", "kv_put", "kv_delete",
-})
 SCRIPT_NAMES = (
     "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
     "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",
 )
+
+
+class IncludeError(Exception):
+    """An ``--- @include`` that cannot be resolved: a missing include file or an include cycle."""
 
 
 def lua_dir() -> Path:
@@ -30,17 +32,34 @@ def lua_dir() -> Path:
 
 
 @cache
-def source(name: str) -> str:
-    """The script's text with every include inlined (each include once)."""
-    base = lua_dir()
-    text = (base / f"{name}.lua").read_text()
-    included: set[str] = set()
+def source(name: str, base: Path | None = None) -> str:
+    """The script's text with every include inlined, recursively (each include once).
 
-    def inline(match: re.Match[str]) -> str:
-        inc = match.group(1)
-        if inc in included:
-            return ""
-        included.add(inc)
-        return (base / "includes" / f"{inc}.lua").read_text()
+    ``base`` is the directory holding the scripts and ``includes/`` (default: ``lua_dir()``;
+    tests point it at a fake one). Raises IncludeError on a missing include or an include cycle.
+    """
+    base = lua_dir() if base is None else base
+    done: set[str] = set()
 
-    return INCLUDE_RE.sub(inline, text)
+    def expand(text: str, stack: tuple[str, ...]) -> str:
+        def inline(match: re.Match[str]) -> str:
+            inc = match.group(1)
+            if inc in stack:
+                cycle = " -> ".join((*stack[stack.index(inc):], inc))
+                raise IncludeError(f"{name}.lua: include cycle {cycle}")
+            if inc in done:
+                return ""
+            path = base / "includes" / f"{inc}.lua"
+            try:
+                inc_text = path.read_text()
+            except FileNotFoundError:
+                where = f"includes/{stack[-1]}.lua" if stack else f"{name}.lua"
+                raise IncludeError(
+                    f"{name}.lua: missing include {inc!r} ({path}), included by {where}") from None
+            expanded = expand(inc_text, (*stack, inc))
+            done.add(inc)
+            return expanded
+
+        return INCLUDE_RE.sub(inline, text)
+
+    return expand((base / f"{name}.lua").read_text(), ())

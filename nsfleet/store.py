@@ -36,6 +36,43 @@ from nsfleet.redis_errors import translating_redis_errors
 RedisClient = Redis | RedisCluster
 
 
+class ScriptReplyError(RuntimeError):
+    """A script answered with something other than a table led by a status it may return."""
+
+
+# Every script returns a table whose first element is a status string: "ok" for the normal
+# answer, these words otherwise (see each script's header for what follows the status).
+SCRIPT_STATUSES: dict[str, frozenset[str]] = {
+    "register_broker": frozenset({"ok", "fenced", "rejected"}),
+    "unregister_broker": frozenset({"ok", "fenced"}),
+    "heartbeat": frozenset({"ok", "unknown"}),
+    "sweep": frozenset({"ok", "held"}),
+    "route": frozenset({"ok", "none"}),
+    "cluster_info": frozenset({"ok"}),
+    "topic_list": frozenset({"ok"}),
+    "delete_topic": frozenset({"ok"}),
+    "register_topic": frozenset({"ok"}),
+    "write_perm": frozenset({"ok"}),
+    "kv_put": frozenset({"ok"}),
+    "kv_delete": frozenset({"ok"}),
+}
+
+
+def _reply(name: str, raw: Any) -> tuple[str, list[Any]]:
+    """Split a script's raw reply into (status, the values after it), checking the status
+    against those the script may return."""
+    allowed = SCRIPT_STATUSES.get(name)
+    if allowed is None:
+        raise ScriptReplyError(f"{name}: no reply statuses declared for this script")
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
+        raise ScriptReplyError(f"{name}: expected a table led by a status string, got {raw!r:.200}")
+    status = raw[0]
+    if status not in allowed:
+        raise ScriptReplyError(
+            f"{name}: unexpected status {status!r} (expected one of {', '.join(sorted(allowed))})")
+    return status, raw[1:]
+
+
 @dataclass(slots=True)
 class RouteRead:
     """A route as read from Redis, with what a cache needs to know about it."""
@@ -86,14 +123,16 @@ class RouteStore:
         for script in self._scripts.values():
             script.sha = await self.redis.script_load(script.script)
 
-    async def _call(self, name: str, args: Iterable[Any] = (), keys: Sequence[str] = ()) -> Any:
+    async def _call(self, name: str, args: Iterable[Any] = (),
+                    keys: Sequence[str] = ()) -> tuple[str, list[Any]]:
+        """Run a script; its reply as (status, the values after it), see ``_reply``."""
         started = time.perf_counter()
         try:
             result = await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
         finally:
             if self.on_script is not None:
                 self.on_script(name, time.perf_counter() - started)
-        return result
+        return _reply(name, result)
 
     # --- brokers -------------------------------------------------------------------------------
 
@@ -113,16 +152,16 @@ class RouteStore:
         for tc in reg.topic_configs:
             args += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
                      tc.topic_sys_flag]
-        reply = await self._call("register_broker", args, [
+        status, rest = await self._call("register_broker", args, [
             self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
-        status = reply[0]
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
             return RegisterResult(fenced=True)
-        return RegisterResult(master_addr=reply[1] or None, ha_server_addr=reply[2] or None,
-                              kv_table=_pairs(reply[5:]) if reply[4] == "1" else None,
-                              generation=int(reply[3]))
+        master, ha, generation, kv_flag, *kv = rest
+        return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
+                              kv_table=_pairs(kv) if kv_flag == "1" else None,
+                              generation=int(generation))
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
                                 generation: int | None = None) -> int:
@@ -131,32 +170,36 @@ class RouteStore:
         validation.addr(addr)
         validation.name(name, "brokerName")
         fence = "" if generation is None else str(generation)
-        return int(await self._call("unregister_broker", [cluster, addr, name, fence]))
+        status, rest = await self._call("unregister_broker", [cluster, addr, name, fence])
+        if status == "fenced":
+            return -1
+        return 1 if rest[0] == "1" else 0
 
     async def heartbeat(self, cluster: str, addr: str) -> bool:
         """Refresh a live broker's deadline; False when the broker is not live."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
-        reply = await self._call("heartbeat", [cluster, addr, "0"])
-        return reply[0] == 1
+        status, _ = await self._call("heartbeat", [cluster, addr, "0"])
+        return status == "ok"
 
     async def query_data_version(self, cluster: str, addr: str,
                                  dv: DataVersion) -> tuple[bool, DataVersion | None]:
         """(changed, stored DataVersion or None); also refreshes the deadline like Java 5.x."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
-        found, changed, counter, ts, state = await self._call(
+        status, (changed, counter, ts, state) = await self._call(
             "heartbeat", [cluster, addr, "1", dv.counter, dv.timestamp, dv.state_version])
-        stored = DataVersion(int(counter), int(ts), int(state)) if found == 1 else None
-        return changed == 1, stored
+        stored = DataVersion(int(counter), int(ts), int(state)) if status == "ok" else None
+        return changed == "1", stored
 
     async def sweep(self, *, now_ms: int | None = None, batch: int = 100,
                     guard_share: float = 0.5) -> SweepResult:
         """Expire up to ``batch`` brokers past their deadline as of ``now_ms`` (default: the
         Redis clock)."""
-        reply = await self._call("sweep", ["" if now_ms is None else now_ms, batch, guard_share])
-        removed = [tuple(reply[i:i + 3]) for i in range(3, len(reply), 3)]
-        return SweepResult(reply[0] == 1, int(reply[1]), int(reply[2]), removed)  # type: ignore[arg-type]
+        status, (due, live, *flat) = await self._call(
+            "sweep", ["" if now_ms is None else now_ms, batch, guard_share])
+        removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
+        return SweepResult(status == "held", int(due), int(live), removed)
 
     async def live_brokers(self) -> list[LiveBroker]:
         """Every broker in the deadline set whose row is still live (admin broker-list)."""
@@ -183,18 +226,19 @@ class RouteStore:
     async def pickup_route(self, topic: str, *, order_conf: bool = False) -> RouteRead | None:
         """The topic's TopicRouteData, or None when no queue data or no live group remains."""
         validation.topic(topic)
-        reply = await self._call("route", [topic, _flag(order_conf)],
-                                 [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
-        if not reply:
+        status, rest = await self._call("route", [topic, _flag(order_conf)],
+                                        [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        if status == "none":
             return None
-        route = TopicRouteData(order_topic_conf=reply[1] or None)
-        for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in reply[3:]:
+        rev, order_topic_conf, ttl, *groups = rest
+        route = TopicRouteData(order_topic_conf=order_topic_conf or None)
+        for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in groups:
             route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))
             route.broker_datas.append(BrokerData(cluster, name, _members(addrs), acting == "true",
                                                  zone or None))
             for addr, fs in _pairs(filters).items():
                 route.filter_server_table[addr] = fs.split(",")
-        return RouteRead(route, int(reply[0]), int(reply[2]))
+        return RouteRead(route, int(rev), int(ttl))
 
     async def rev(self) -> int:
         return int(await self.redis.get(self.keys.rev) or 0)
@@ -202,7 +246,7 @@ class RouteStore:
     # --- cluster tables ------------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:
-        clusters, groups = await self._call("cluster_info")
+        _, (clusters, groups) = await self._call("cluster_info")
         info = ClusterInfo()
         for i in range(0, len(clusters), 2):
             info.cluster_addr_table[clusters[i]] = sorted(clusters[i + 1])
@@ -230,23 +274,28 @@ class RouteStore:
     async def all_topics(self) -> list[str]:
         return sorted(await self.redis.smembers(self.keys.topics))
 
+    async def _topic_list(self, *args: str) -> list[str]:
+        _, topics = await self._call("topic_list", args)
+        return sorted(topics)
+
     async def topics_by_cluster(self, cluster: str) -> list[str]:
-        return sorted(await self._call("topic_list", ["cluster", cluster]))
+        return await self._topic_list("cluster", cluster)
 
     async def unit_topics(self) -> list[str]:
-        return sorted(await self._call("topic_list", ["unit"]))
+        return await self._topic_list("unit")
 
     async def has_unit_sub_topics(self) -> list[str]:
-        return sorted(await self._call("topic_list", ["unit-sub"]))
+        return await self._topic_list("unit-sub")
 
     async def has_unit_sub_ununit_topics(self) -> list[str]:
-        return sorted(await self._call("topic_list", ["unit-sub-ununit"]))
+        return await self._topic_list("unit-sub-ununit")
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> int:
         validation.topic(topic)
         if cluster:
             validation.name(cluster, "clusterName")
-        return int(await self._call("delete_topic", [topic, cluster or ""]))
+        _, (removed,) = await self._call("delete_topic", [topic, cluster or ""])
+        return int(removed)
 
     async def topic_exists(self, topic: str) -> bool:
         return bool(await self.redis.sismember(self.keys.topics, topic))
@@ -262,15 +311,18 @@ class RouteStore:
                      validation.queue_nums(q.write_queue_nums, f"{f}.writeQueueNums"),
                      validation.perm(q.perm, f"{f}.perm"),
                      validation.integer(q.topic_sys_flag, f"{f}.topicSysFlag", 0)]
-        return int(await self._call("register_topic", args))
+        _, (written,) = await self._call("register_topic", args)
+        return int(written)
 
     async def wipe_write_perm(self, name: str) -> int:
         validation.name(name, "brokerName")
-        return int(await self._call("write_perm", [name, "wipe"]))
+        _, (count,) = await self._call("write_perm", [name, "wipe"])
+        return int(count)
 
     async def add_write_perm(self, name: str) -> int:
         validation.name(name, "brokerName")
-        return int(await self._call("write_perm", [name, "add"]))
+        _, (count,) = await self._call("write_perm", [name, "add"])
+        return int(count)
 
     # --- KV config -----------------------------------------------------------------------------
 
@@ -280,11 +332,11 @@ class RouteStore:
         validation.kv_part(namespace, "namespace")
         validation.kv_part(key, "key")
         k = self.keys
-        changed = await self._call(
+        _, (changed,) = await self._call(
             "kv_put", [namespace, key, value or "", _flag(namespace == ORDER_TOPIC_CONFIG),
                        _flag(value is None)],
             [k.kv(namespace, key), k.kv_table(namespace), k.kv_namespaces])
-        return changed == 1
+        return changed == "1"
 
     async def kv_get(self, namespace: str, key: str) -> str | None:
         validation.kv_part(namespace, "namespace")
@@ -295,9 +347,10 @@ class RouteStore:
         validation.kv_part(namespace, "namespace")
         validation.kv_part(key, "key")
         k = self.keys
-        removed = await self._call("kv_delete", [key, _flag(namespace == ORDER_TOPIC_CONFIG)],
-                                   [k.kv(namespace, key), k.kv_table(namespace)])
-        return removed == 1
+        _, (removed,) = await self._call(
+            "kv_delete", [key, _flag(namespace == ORDER_TOPIC_CONFIG)],
+            [k.kv(namespace, key), k.kv_table(namespace)])
+        return removed == "1"
 
     async def kv_list(self, namespace: str) -> dict[str, str] | None:
         """The namespace's table, or None when the namespace never existed."""

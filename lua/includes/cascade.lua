@@ -1,6 +1,8 @@
+--- @include "keys"
+--- @include "changes"
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
-  (RouteInfoManager.unRegisterBroker + cleanTopicByUnRegisterRequests, §3.4):
+  (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
   the live row, registration record, deadline and filter servers of (cluster, addr), while that
   address's registration record names group `name` (or is gone); every member entry of group
   `name` with that address (whatever its id); an emptied group leaves every cluster that lists
@@ -8,7 +10,7 @@
   from every topic it served and topics left empty are dropped; a reduced group with
   enableActingMaster and no master loses the write perm on its queue data.
   Cost: O(topics of the group + clusters).
-  Needs keys.lua and changes.lua; uses KEYS[1] through them and takes no ARGV[i] of its own.
+  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))

@@ -1,3 +1,4 @@
+--- @include "keys"
 --[[
   Change counters. Every script that changes route-visible state or the cluster tables (what
   GET_BROKER_CLUSTER_INFO and the topic list show) records the topics it touched

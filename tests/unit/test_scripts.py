@@ -1,0 +1,231 @@
+"""nsfleet/scripts.py resolves ``--- @include`` lines recursively (each include once, dependencies
+first, clear errors on cycles and missing files), and every script answers with a table led by a
+status that RouteStore's one decoding helper (``store._reply``) accepts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsfleet import scripts
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.store import RouteStore
+from nsfleet.store.route_store import SCRIPT_STATUSES, ScriptReplyError, _reply
+
+# --- the include resolver, on a fake lua dir ---------------------------------------------------
+
+
+def make_lua(base: Path, scripts_: dict[str, str], includes: dict[str, str]) -> Path:
+    (base / "includes").mkdir(parents=True)
+    for name, text in scripts_.items():
+        (base / f"{name}.lua").write_text(text)
+    for name, text in includes.items():
+        (base / "includes" / f"{name}.lua").write_text(text)
+    return base
+
+
+def body_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_includes_resolve_recursively_each_once_dependencies_first(tmp_path: Path) -> None:
+    # A diamond: main needs c and b; c needs b and a; b needs a.
+    base = make_lua(tmp_path, {
+        "main": '-- main header\n--- @include "c"\n--- @include "b"\nMAIN\n',
+    }, {
+        "a": "A\n",
+        "b": '--- @include "a"\nB\n',
+        "c": '--- @include "b"\n--- @include "a"\nC\n',
+    })
+    text = scripts.source("main", base)
+    assert "--- @include" not in text
+    assert body_lines(text) == ["-- main header", "A", "B", "C", "MAIN"]
+
+
+def test_an_include_already_inlined_by_another_is_skipped(tmp_path: Path) -> None:
+    # The script lists "keys" itself too: it still appears once, where it was first needed.
+    base = make_lua(tmp_path, {
+        "main": '--- @include "cascade"\n--- @include "keys"\n--- @include "changes"\nMAIN\n',
+    }, {
+        "keys": "KEYS\n",
+        "changes": '--- @include "keys"\nCHANGES\n',
+        "cascade": '--- @include "keys"\n--- @include "changes"\nCASCADE\n',
+    })
+    assert body_lines(scripts.source("main", base)) == ["KEYS", "CHANGES", "CASCADE", "MAIN"]
+
+
+def test_include_cycle_is_an_error(tmp_path: Path) -> None:
+    base = make_lua(tmp_path, {"main": '--- @include "a"\nMAIN\n'}, {
+        "a": '--- @include "b"\nA\n',
+        "b": '--- @include "c"\nB\n',
+        "c": '--- @include "a"\nC\n',
+    })
+    with pytest.raises(scripts.IncludeError, match=r"main\.lua: include cycle a -> b -> c -> a"):
+        scripts.source("main", base)
+
+
+def test_an_include_that_includes_itself_is_a_cycle(tmp_path: Path) -> None:
+    base = make_lua(tmp_path, {"main": '--- @include "a"\n'}, {"a": '--- @include "a"\nA\n'})
+    with pytest.raises(scripts.IncludeError, match=r"include cycle a -> a"):
+        scripts.source("main", base)
+
+
+def test_missing_include_is_an_error(tmp_path: Path) -> None:
+    base = make_lua(tmp_path, {"main": '--- @include "a"\nMAIN\n', "top": '--- @include "nope"\n'},
+                    {"a": '--- @include "gone"\nA\n'})
+    with pytest.raises(scripts.IncludeError,
+                       match=r"main\.lua: missing include 'gone' .* included by includes/a\.lua"):
+        scripts.source("main", base)
+    with pytest.raises(scripts.IncludeError,
+                       match=r"top\.lua: missing include 'nope' .* included by top\.lua"):
+        scripts.source("top", base)
+
+
+# --- the real lua/ tree ------------------------------------------------------------------------
+
+INCLUDE_NAMES = ("keys", "changes", "cascade")
+
+
+def test_includes_declare_what_they_need() -> None:
+    inc = scripts.lua_dir() / "includes"
+    declared = {name: scripts.INCLUDE_RE.findall((inc / f"{name}.lua").read_text())
+                for name in INCLUDE_NAMES}
+    assert declared == {"keys": [], "changes": ["keys"], "cascade": ["keys", "changes"]}
+    for name in INCLUDE_NAMES:
+        text = (inc / f"{name}.lua").read_text()
+        # The include lines come first, before the include's own header.
+        assert text.startswith("".join(f'--- @include "{d}"\n' for d in declared[name]) + "--[[")
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -> None:
+    text = scripts.source(name)
+    markers = {  # one definition each include owns
+        "keys": "local function k_broker(",
+        "changes": "local function publish_changes(",
+        "cascade": "local function remove_broker(",
+    }
+    at = {inc: text.find(m) for inc, m in markers.items() if text.count(m) == 1}
+    for inc, m in markers.items():
+        assert text.count(m) <= 1, (name, inc)
+    assert "keys" in at
+    assert list(at) == sorted(at, key=at.__getitem__), (name, at)
+    if "cascade" in at:
+        assert "changes" in at
+
+
+def test_a_script_including_only_cascade_gets_keys_and_changes(tmp_path: Path) -> None:
+    # A script that includes only "cascade" gets keys and changes through it.
+    real = scripts.lua_dir()
+    base = make_lua(tmp_path, {"u": '--[[ header ]]\n--- @include "cascade"\nreturn {"ok"}\n'}, {
+        name: (real / "includes" / f"{name}.lua").read_text() for name in INCLUDE_NAMES})
+    text = scripts.source("u", base)
+    assert text == scripts.source("u", base)  # cached per (name, base)
+    for m in ("local function k_broker(", "local function publish_changes(",
+              "local function remove_broker("):
+        assert text.count(m) == 1
+
+
+# --- the reply convention ----------------------------------------------------------------------
+
+
+def test_every_script_declares_its_statuses() -> None:
+    assert set(SCRIPT_STATUSES) == set(scripts.SCRIPT_NAMES)
+    for statuses in SCRIPT_STATUSES.values():
+        assert "ok" in statuses
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_every_status_is_documented_in_the_script_header(name: str) -> None:
+    text = (scripts.lua_dir() / f"{name}.lua").read_text()
+    output = text[text.index("Output:"):text.index("]]")]
+    documented = set(re.findall(r'\{"([a-z]+)"', output))
+    assert documented == SCRIPT_STATUSES[name], name
+
+
+def test_reply_splits_status_and_values() -> None:
+    assert _reply("route", ["none"]) == ("none", [])
+    assert _reply("sweep", ["held", 5, 6]) == ("held", [5, 6])
+    assert _reply("kv_put", ["ok", "1"]) == ("ok", ["1"])
+
+
+@pytest.mark.parametrize(("name", "raw", "message"), [
+    ("route", [], "expected a table led by a status string"),
+    ("route", 1, "expected a table led by a status string"),
+    ("kv_put", [1], "expected a table led by a status string"),
+    ("kv_put", ["fenced"], "unexpected status 'fenced' .expected one of ok."),
+    ("heartbeat", ["none", "0"], "unexpected status 'none' .expected one of ok, unknown."),
+    ("no_such_script", ["ok"], "no reply statuses declared"),
+])
+def test_reply_rejects_anything_else(name: str, raw: Any, message: str) -> None:
+    with pytest.raises(ScriptReplyError, match=message):
+        _reply(name, raw)
+
+
+async def test_every_script_answers_every_status_it_declares(store: RouteStore) -> None:
+    """Drive each script into each of its statuses, on fakeredis and a real redis-server, and
+    check the raw replies (status first, then the documented fields)."""
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for name, script in list(store._scripts.items()):
+        async def recording(*args: Any, _name: str = name, _script: Any = script,
+                            **kwargs: Any) -> Any:
+            raw = await _script(*args, **kwargs)
+            seen.setdefault((_name, raw[0]), raw)
+            return raw
+        store._scripts[name] = recording  # type: ignore[assignment]
+
+    two = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]
+    a = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, "10.0.0.1:10912",
+                           enable_acting_master=True, data_version=DataVersion(1, 100, 2),
+                           topic_configs=two)
+    b = replace(a, addr="10.0.0.2:10911", ha_server_addr="10.0.0.2:10912", broker_id=1)
+    await store.register_broker(a)
+    await store.register_broker(b)
+    with pytest.raises(RegistrationRejected):
+        await store.register_broker(replace(a, broker_id=7, addr="10.0.0.7:1",
+                                            topic_configs=[TopicConfig("T1")]))
+    assert (await store.register_broker(
+        replace(b, broker_id=0, data_version=DataVersion(5, 500, 1)))).fenced
+    await store.register_broker(b)
+    assert await store.heartbeat("c1", a.addr)
+    assert not await store.heartbeat("c1", "10.9.9.9:1")
+    assert await store.pickup_route("T1") is not None
+    assert await store.pickup_route("nope") is None
+    await store.cluster_info()
+    await store.topics_by_cluster("c1")
+    await store.unit_topics()
+    assert await store.kv_put("ns", "k", "v")
+    assert await store.kv_delete("ns", "k")
+    await store.wipe_write_perm("g")
+    await store.register_topic("T9", [])
+    await store.delete_topic("T2")
+    assert await store.unregister_broker("c1", b.addr, "g", generation=10**9) == -1
+    assert await store.unregister_broker("c1", b.addr, "g") == 0
+    for i in range(5):
+        await store.register_broker(replace(a, name=f"h{i}", addr=f"10.0.1.{i}:1"))
+    far = 10**15
+    assert (await store.sweep(now_ms=far, guard_share=0.5)).held
+    assert len((await store.sweep(now_ms=far, guard_share=0)).removed) == 6
+
+    assert set(seen) == {(n, s) for n, statuses in SCRIPT_STATUSES.items() for s in statuses}
+    assert seen[("register_broker", "fenced")] == ["fenced"]
+    assert seen[("register_broker", "rejected")] == ["rejected"]
+    assert seen[("unregister_broker", "fenced")] == ["fenced"]
+    assert seen[("unregister_broker", "ok")] == ["ok", "0"]
+    assert seen[("heartbeat", "unknown")] == ["unknown", "0", "", "", ""]
+    assert seen[("heartbeat", "ok")] == ["ok", "0", "1", "100", "2"]
+    assert seen[("route", "none")] == ["none"]
+    assert seen[("sweep", "held")] == ["held", 6, 6]
+    assert seen[("kv_put", "ok")] == ["ok", "1"]
+    assert seen[("kv_delete", "ok")] == ["ok", "1"]
+    assert seen[("register_topic", "ok")] == ["ok", 0]
+    assert seen[("delete_topic", "ok")] == ["ok", 1]
+    assert seen[("write_perm", "ok")] == ["ok", 2]
+    ok_route = seen[("route", "ok")]
+    assert ok_route[0] == "ok" and ok_route[2] == "" and isinstance(ok_route[3], int)
+    assert [g[0] for g in ok_route[4:]] == ["g"]
