@@ -1,26 +1,44 @@
 --[[
-  Refresh a live broker's deadline (BROKER_HEARTBEAT, and QUERY_DATA_VERSION which also compares
-  the DataVersion). O(1) whatever the broker's topic count. An unknown or already-expired broker is
-  left alone: it must register again.
+  Refresh a broker's deadline (BROKER_HEARTBEAT, RouteInfoManager.updateBrokerInfoUpdateTimestamp,
+  and QUERY_DATA_VERSION, which also compares the DataVersion). O(1) whatever the broker's topic
+  count. A broker past its deadline but not yet swept is still in Java's brokerLiveTable, so it is
+  kept too: its row comes back from the registration record (and its routes change back, so the
+  group's topics are announced). An unknown broker is left alone: it must register again.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] clusterName   ARGV[2] brokerAddr
     ARGV[3] "1" = also compare a DataVersion: ARGV[4] counter, ARGV[5] timestamp, ARGV[6] stateVersion
   Output:
-    {"ok", changed, counter, timestamp, stateVersion}   the broker is live and was refreshed
+    {"ok", changed, counter, timestamp, stateVersion}   the broker is live (or past its deadline
+                                                        and not yet swept) and was refreshed
     {"unknown", changed, "", "", ""}                    the broker is not live; nothing written
       changed  "1" when the stored DataVersion is missing or differs from ARGV[4..6], else "0"
                (always "0" without ARGV[3])
       counter, timestamp, stateVersion: the stored DataVersion
 ]]
 --- @include "keys"
+--- @include "changes"
 
 local cluster, addr = ARGV[1], ARGV[2]
 local bkey = k_broker(cluster, addr)
-local row = rcall('HMGET', bkey, 'heartbeatTimeoutMillis', 'dataVersionCounter',
-  'dataVersionTimestamp', 'stateVersion')
+local fields = {'heartbeatTimeoutMillis', 'dataVersionCounter', 'dataVersionTimestamp',
+  'stateVersion'}
+local row = rcall('HMGET', bkey, unpack(fields))
 if not row[1] then
-  return {'unknown', ARGV[3] == '1' and '1' or '0', '', '', ''}
+  -- Past the deadline: revive from the registration record while the sweep has not run.
+  local rkey = k_reg(cluster, addr)
+  if rcall('ZSCORE', k_deadlines(), live_member(cluster, addr)) == false
+      or rcall('HEXISTS', rkey, 'heartbeatTimeoutMillis') == 0 then
+    return {'unknown', ARGV[3] == '1' and '1' or '0', '', '', ''}
+  end
+  local r = rcall('HMGET', rkey, 'brokerName', 'brokerId', 'haServerAddr', 'zoneName',
+    unpack(fields))
+  rcall('HSET', bkey, 'cluster', cluster, 'brokerAddr', addr, 'brokerName', r[1],
+    'brokerId', r[2], 'haServerAddr', r[3], 'zoneName', r[4], 'heartbeatTimeoutMillis', r[5],
+    'dataVersionCounter', r[6], 'dataVersionTimestamp', r[7], 'stateVersion', r[8])
+  row = {r[5], r[6], r[7], r[8]}
+  touch_topics(rcall('SMEMBERS', k_broker_topics(r[1])))
+  touch_none()
 end
 local now = now_ms()
 local deadline = now + tonumber(row[1])
@@ -31,4 +49,5 @@ local changed = '0'
 if ARGV[3] == '1' and (row[2] ~= ARGV[4] or row[3] ~= ARGV[5] or row[4] ~= ARGV[6]) then
   changed = '1'
 end
+publish_changes()
 return {'ok', changed, row[2], row[3], row[4]}

@@ -16,8 +16,13 @@
     ARGV[13] number of topics T
     ARGV[14] "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent from the table)
     ARGV[15] "1" = return the ORDER_TOPIC_CONFIG KV table
-    ARGV[16 .. 15+F] filter server addresses
+    ARGV[16] how many topics the broker's table held as sent (the single-topic guard counts
+             those; topics nsfleet could not store are not among the T below)
+    ARGV[17] the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
+    ARGV[18] number of static-topic mappings M
+    ARGV[19 .. 18+F] filter server addresses
     then T groups of 5: topic, readQueueNums, writeQueueNums, perm, topicSysFlag
+    then M groups of 3: topic, brokerName of the mapping (bname), TopicQueueMappingInfo JSON
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, kvFlag, k1, v1, k2, v2, ...}
       kvFlag "1" when the ORDER_TOPIC_CONFIG namespace exists (then its pairs follow), else "0"
@@ -36,7 +41,10 @@ local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[
 local dv_counter, dv_ts, dv_state = ARGV[9], ARGV[10], ARGV[11]
 local nfilters, ntopics = tonumber(ARGV[12]), tonumber(ARGV[13])
 local delete_absent, want_kv = ARGV[14] == '1', ARGV[15] == '1'
-local topics_at = 16 + math.max(nfilters, 0)
+local topics_sent, conn, nmappings = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
+local filters_at = 19
+local topics_at = filters_at + math.max(nfilters, 0)
+local mappings_at = topics_at + ntopics * 5
 
 local gkey, mkey = k_group(name), k_members(name)
 local members = {}
@@ -56,7 +64,7 @@ if old_addr and old_addr ~= addr then
 end
 -- Step 7, single-topic guard (apache/rocketmq#4522). Java leaves steps 1-5 behind; nsfleet
 -- writes nothing so no empty group is left (a documented difference).
-if not old_addr and ntopics == 1 then return {'rejected'} end
+if not old_addr and topics_sent == 1 then return {'rejected'} end
 
 -- Steps 1-3: cluster set, group row (brokerName is global), acting master and zone.
 rcall('SADD', k_clusters(), cluster)
@@ -88,6 +96,7 @@ if old_addr ~= addr then
   rcall('HSET', mkey, id, addr)
   members[id] = addr
   members_changed = true
+  if old_addr then rcall('HDEL', k_member_clusters(name), old_addr) end
 end
 if not old_addr then register_first = true end
 
@@ -117,7 +126,7 @@ if is_master or is_prime_slave then
     local qk = k_queue(topic, name)
     if register_first or dv_changed or rcall('EXISTS', qk) == 0 then
       local perm = tonumber(ARGV[at + 3])
-      if clear_write and perm % 4 >= 2 then perm = perm - 2 end
+      if clear_write and writeable(perm) then perm = perm - 2 end
       local cur = rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
       if cur[1] ~= ARGV[at + 1] or cur[2] ~= ARGV[at + 2] or cur[3] ~= tostring(perm)
           or cur[4] ~= ARGV[at + 4] then
@@ -135,6 +144,15 @@ if is_master or is_prime_slave then
       if not incoming[topic] then drop_queue(topic, name) end
     end
   end
+  -- Static topics: topicQueueMappingInfoTable[topic][bname] = the mapping, as sent.
+  for i = 0, nmappings - 1 do
+    local at = mappings_at + i * 3
+    local mkey_t = k_mappings(ARGV[at])
+    if rcall('HGET', mkey_t, ARGV[at + 1]) ~= ARGV[at + 2] then
+      rcall('HSET', mkey_t, ARGV[at + 1], ARGV[at + 2])
+      touch_topic(ARGV[at])
+    end
+  end
 end
 if members_changed then touch_none() end
 if members_changed or not was_live then
@@ -150,18 +168,42 @@ rcall('HSET', bkey, 'cluster', cluster, 'brokerAddr', addr, 'brokerName', name, 
   'dataVersionCounter', dv_counter, 'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state,
   'zoneName', zone)
 rcall('PEXPIREAT', bkey, fmt(deadline))
-rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation)
+-- The registration record outlives the row's TTL: it names the group for the sweep's cascade and
+-- keeps the row's values, so a heartbeat arriving after the TTL but before the sweep can bring
+-- the row back (Java keeps the broker until scanNotActiveBroker removes it).
+rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation,
+  'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
+  'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone)
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
+-- Members of one group may register under different cluster names: routes find each member's
+-- live row under its own.
+rcall('HSET', k_member_clusters(name), addr, cluster)
+-- Liveness per broker, not per connection: remember every connection it registered over, and
+-- forget those of workers that are gone. A registration over HTTP has no connection: from then
+-- on only its deadline keeps the broker, so no earlier connection's close removes it.
+if conn == '' then
+  rcall('DEL', k_conns(cluster, addr))
+else
+  local ckey = k_conns(cluster, addr)
+  for _, c in ipairs(rcall('SMEMBERS', ckey)) do
+    if rcall('EXISTS', k_worker(string.match(c, '^(.*):[^:]*$') or c)) == 0 then
+      rcall('SREM', ckey, c)
+    end
+  end
+  rcall('SADD', ckey, conn)
+end
 
 -- Step 12: filter servers (an empty list removes them, no list keeps them).
 if nfilters >= 0 then
   local fkey = k_filters(cluster, addr)
   local old = rcall('LRANGE', fkey, 0, -1)
   local same = #old == nfilters
-  for i = 1, nfilters do if old[i] ~= ARGV[15 + i] then same = false end end
+  for i = 1, nfilters do if old[i] ~= ARGV[filters_at - 1 + i] then same = false end end
   if not same then
     rcall('DEL', fkey)
-    if nfilters > 0 then rcall('RPUSH', fkey, unpack(ARGV, 16, 15 + nfilters)) end
+    if nfilters > 0 then
+      rcall('RPUSH', fkey, unpack(ARGV, filters_at, filters_at - 1 + nfilters))
+    end
     for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
   end
 end

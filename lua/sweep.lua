@@ -3,16 +3,20 @@
   what is due from the deadline zset, at most ARGV[2] per call, each with the unregister cascade.
   Safe to run from every worker at once: each call re-reads the zset inside the script, so a
   broker refreshed in the meantime is no longer due and a broker already removed is not found.
+  The brokers removed are announced on P:changes as "0 @expired:<cluster>\t<addr>\n..." so every
+  worker closes their connections, as Java closes an expired broker's channel.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] "now" in epoch ms, or "" for the Redis server clock
     ARGV[2] batch size (max brokers removed by this call)
     ARGV[3] mass-expiry guard share (0 < s <= 1), or "0" = guard off: when more than 4 brokers are
-            live and more than this share of them is due, nothing is removed
+            live and more than this share of them is due, only brokers overdue by more than
+            ARGV[4] are removed; the others are held
+    ARGV[4] the guard's bound in ms: no broker is held longer than this past its deadline
   Output:
-    {"ok", due, live, cluster1, addr1, name1, cluster2, ...}   swept (possibly nothing)
-    {"held", due, live}   the mass-expiry guard held the sweep: nothing removed
-      due  brokers due before this call; live: brokers in the deadline set before this call
+    {"ok", due, live, cluster1, addr1, name1, cluster2, ...}
+    {"held", due, live, cluster1, addr1, name1, ...}   the guard held due brokers
+      due: brokers due before this call; live: brokers in the deadline set before this call;
       then one triple per removed broker
 ]]
 --- @include "keys"
@@ -20,13 +24,18 @@
 --- @include "cascade"
 
 local now = ARGV[1] ~= '' and tonumber(ARGV[1]) or now_ms()
-local batch, share = tonumber(ARGV[2]), tonumber(ARGV[3])
+local batch, share, max_hold = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local live = rcall('ZCARD', k_deadlines())
 local due = rcall('ZCOUNT', k_deadlines(), '-inf', fmt(now))
 if due == 0 then return {'ok', 0, live} end
-if share > 0 and live > 4 and due > live * share then return {'held', due, live} end
-local reply = {'ok', due, live}
-for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(now), 'LIMIT', 0, batch)) do
+local status, cutoff = 'ok', now
+if share > 0 and live > 4 and due > live * share then
+  status, cutoff = 'held', now - max_hold
+end
+local reply = {status, due, live}
+local expired = {}
+for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(cutoff),
+    'LIMIT', 0, batch)) do
   local tab = string.find(member, '\t', 1, true)
   local cluster, addr = string.sub(member, 1, tab - 1), string.sub(member, tab + 1)
   local name = rcall('HGET', k_reg(cluster, addr), 'brokerName') or ''
@@ -34,6 +43,8 @@ for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(now), 
   reply[#reply + 1] = cluster
   reply[#reply + 1] = addr
   reply[#reply + 1] = name
+  expired[#expired + 1] = member
 end
 publish_changes()
+if #expired > 0 then rcall('PUBLISH', k_changes(), '0 @expired:' .. table.concat(expired, '\n')) end
 return reply

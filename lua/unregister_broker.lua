@@ -1,30 +1,35 @@
 --[[
-  Unregister a broker (UNREGISTER_BROKER, or a closed broker connection;
-  RouteInfoManager.unRegisterBroker) with the full cascade of includes/cascade.lua. Applied
-  synchronously, so there is no batch queue to race with a fresh registration
-  (apache/rocketmq#11043); a connection-close unregister is also fenced by the registration
-  generation it saw. The live row of (cluster, addr) is removed only while that
+  Unregister a broker (UNREGISTER_BROKER, RouteInfoManager.unRegisterBroker), or forget one of
+  its connections (BrokerHousekeepingService.onChannelClose), with the full cascade of
+  includes/cascade.lua. Applied synchronously, so there is no batch queue to race with a fresh
+  registration (apache/rocketmq#11043). The live row of (cluster, addr) is removed only while that
   address's registration record names ARGV[3] (or is gone): an address since registered in
   another group keeps that registration alive.
+  A broker keeps a connection to every worker, so a closed connection removes it only when no
+  other connection it registered over is still open: one of a live worker (a dead worker's
+  presence key has expired, so its connections count as closed).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] clusterName   ARGV[2] brokerAddr   ARGV[3] brokerName
-    ARGV[4] generation fence: "" = unconditional; otherwise remove only while the broker's
-            registration record still carries this generation
+    ARGV[4] "" = unregister unconditionally; else the connection "<worker>:<n>" that closed
   Output:
-    {"ok", removed}
-      removed  "1" when the broker was removed and its group went with it, "0" when it was
-               removed from a group that remains (or an unknown group)
-    {"fenced"}  ARGV[4] is set and the registration record carries another generation (a newer
-                registration exists, or none at all): nothing is written
+    {"ok", "1"|"0"}  removed; "1" when its group went with it
+    {"kept"}         (a closed connection) the broker is registered over another open
+                     connection, or was never registered over this one; nothing else changed
 ]]
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 
-local cluster, addr, name, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if fence ~= '' and rcall('HGET', k_reg(cluster, addr), 'generation') ~= fence then
-  return {'fenced'}
+local cluster, addr, name, conn = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if conn ~= '' then
+  local ckey = k_conns(cluster, addr)
+  if rcall('SREM', ckey, conn) == 0 then return {'kept'} end
+  for _, c in ipairs(rcall('SMEMBERS', ckey)) do
+    if rcall('EXISTS', k_worker(string.match(c, '^(.*):[^:]*$') or c)) == 1 then
+      return {'kept'}
+    end
+  end
 end
 local removed = remove_broker(cluster, addr, name)
 publish_changes()

@@ -24,7 +24,7 @@ for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
     count = count + 1
     local new = perm
     if op == 'wipe' then
-      if perm % 4 >= 2 then new = perm - 2 end
+      if writeable(perm) then new = perm - 2 end
     else
       new = 6
     end

@@ -30,7 +30,8 @@ class Settings:
     namespace: str = "default"
     broker_timeout: float = 120.0  # seconds, for brokers that send no heartbeatTimeoutMillis
     sweep_interval: float = 10.0
-    expiry_guard_share: float = 0.5  # 0 turns the mass-expiry guard off
+    expiry_guard_share: float = 0.0  # 0: the mass-expiry guard is off
+    expiry_guard_max_hold: float = 120.0  # seconds past its deadline the guard may hold a broker
     log_format: str = "console"
     log_level: str = "info"
     drain_timeout: float = 10.0
@@ -57,7 +58,7 @@ class Settings:
             raise validation.ValidationError("log-format", "must be json or console")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise validation.ValidationError("log-level", "must be debug, info, warning or error")
-        for name in ("broker_timeout", "sweep_interval"):
+        for name in ("broker_timeout", "sweep_interval", "expiry_guard_max_hold"):
             if getattr(self, name) <= 0:
                 raise validation.ValidationError(name.replace("_", "-"), "must be > 0")
         if not 0 <= self.expiry_guard_share <= 1:
@@ -95,6 +96,7 @@ HELP = {
     "sweep_interval": "seconds between expiry sweeps",
     "expiry_guard_share": "hold a sweep that would expire more than this share of live brokers "
                           "(when more than 4 are live); 0 turns the guard off",
+    "expiry_guard_max_hold": "seconds past its deadline the guard may hold a broker, at most",
     "log_format": "json or console",
     "log_level": "debug, info, warning or error",
     "drain_timeout": "seconds in-flight requests get to finish after SIGTERM",

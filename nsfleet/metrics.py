@@ -33,5 +33,8 @@ class Metrics:
                                   "Sweeps held by the mass-expiry guard", registry=r)
         self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
                                     ["operation"], registry=r)
+        self.topics_dropped = Counter("nsfleet_registered_topics_dropped",
+                                      "Topics of broker registrations that could not be stored",
+                                      registry=r)
         self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
                                    registry=r)

@@ -25,6 +25,7 @@ from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.presence import WorkerPresence
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
@@ -70,7 +71,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
     config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
                                           "bindAddress": settings.host})
-    ns = NameServer(settings, store, cache, config, metrics)
+    presence = WorkerPresence(store)
+    ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
     app = create_app(ns, scripts_loaded=False)
     try:
         # HTTP first, so /livez answers (and /readyz says why not) while Redis is unreachable.
@@ -88,6 +90,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         if server_info is None:
             return 0
         app[STATE_KEY]["scripts_loaded"] = True
+        await presence.start()
         await cache.start()
         config_changed = asyncio.Event()
         cache.on_config_change.append(config_changed)
@@ -95,7 +98,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
         await remoting.start(settings.host, settings.remoting_port)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
-                          guard_share=settings.expiry_guard_share)
+                          guard_share=settings.expiry_guard_share,
+                          guard_max_hold=settings.expiry_guard_max_hold)
         sweeper.start()
         log.info("nsfleet worker ready", http=f"{settings.host}:{settings.http_port}",
                  remoting=f"{settings.host}:{settings.remoting_port}",
@@ -116,6 +120,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await presence.close()
         await cache.close()
         await client.aclose()
         if embedded is not None:

@@ -3,11 +3,13 @@
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
-  the live row, registration record, deadline and filter servers of (cluster, addr), while that
+  the live row, registration record, deadline, connections and filter servers of (cluster, addr),
+  while that
   address's registration record names group `name` (or is gone); every member entry of group
   `name` with that address (whatever its id); an emptied group leaves every cluster that lists
   it, an emptied cluster leaves the cluster set; the queue data of a removed group is deleted
-  from every topic it served and topics left empty are dropped; a reduced group with
+  from every topic it served (with its static-topic mapping) and topics left empty are dropped;
+  a reduced group with
   enableActingMaster and no master loses the write perm on its queue data.
   Cost: O(topics of the group + clusters).
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
@@ -16,7 +18,11 @@ local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   rcall('SREM', k_topic(topic), name)
   rcall('SREM', k_broker_topics(name), topic)
-  if rcall('SCARD', k_topic(topic)) == 0 then rcall('SREM', k_topics(), topic) end
+  rcall('HDEL', k_mappings(topic), name)
+  if rcall('SCARD', k_topic(topic)) == 0 then
+    rcall('SREM', k_topics(), topic)
+    rcall('DEL', k_mappings(topic))
+  end
   touch_topic(topic)
 end
 
@@ -24,7 +30,7 @@ local function clear_write_perm(name)
   for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
     local qk = k_queue(topic, name)
     local perm = tonumber(rcall('HGET', qk, 'perm'))
-    if perm and perm % 4 >= 2 then
+    if perm and writeable(perm) then
       rcall('HSET', qk, 'perm', perm - 2)
       touch_topic(topic)
     end
@@ -40,7 +46,7 @@ local function remove_broker(cluster, addr, name)
   -- ever expire or sweep it.
   local owner = rcall('HGET', k_reg(cluster, addr), 'brokerName')
   if not owner or owner == name then
-    rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr))
+    rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr), k_conns(cluster, addr))
     if rcall('DEL', k_filters(cluster, addr)) == 1 then touch_all() end
     rcall('ZREM', k_deadlines(), live_member(cluster, addr))
   end
@@ -52,6 +58,7 @@ local function remove_broker(cluster, addr, name)
   for i = 1, #flat, 2 do
     if flat[i + 1] == addr then
       rcall('HDEL', mkey, flat[i])
+      rcall('HDEL', k_member_clusters(name), addr)
       removed = true
     else
       remaining = remaining + 1
@@ -61,7 +68,7 @@ local function remove_broker(cluster, addr, name)
   local topics = rcall('SMEMBERS', k_broker_topics(name))
   if remaining == 0 then
     for _, topic in ipairs(topics) do drop_queue(topic, name) end
-    rcall('DEL', k_group(name), mkey, k_broker_topics(name))
+    rcall('DEL', k_group(name), mkey, k_broker_topics(name), k_member_clusters(name))
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
     for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do

@@ -5,7 +5,9 @@
   and calls publish_changes once at the end: P:rev is bumped, each touched topic's rev is set to
   the new global rev (so a re-created topic never reuses an old ETag), and "<rev> <topics|*>" is
   published on P:changes for the workers' route caches and long-polls ("<rev> " alone when no
-  route changed). Uses KEYS[1] through keys.lua; takes no ARGV[i] of its own.
+  route changed). The message format is defined once, in nsfleet/store/change_feed.py, whose
+  parser the workers use; this file writes its first three forms. Uses KEYS[1] through keys.lua;
+  takes no ARGV[i] of its own.
 ]]
 local changed_topics = {}
 local changed_all = false

@@ -19,6 +19,10 @@ local function k_broker_topics(name) return P .. ':idx:broker-topics:' .. name e
 local function k_deadlines() return P .. ':idx:deadlines' end
 local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' .. addr end
 local function k_filters(cluster, addr) return P .. ':idx:filters:' .. cluster .. ':' .. addr end
+local function k_member_clusters(name) return P .. ':idx:member-clusters:' .. name end
+local function k_conns(cluster, addr) return P .. ':idx:conns:' .. cluster .. ':' .. addr end
+local function k_worker(worker) return P .. ':idx:worker:' .. worker end
+local function k_mappings(topic) return P .. ':idx:mappings:' .. topic end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
 local function k_topic_rev(topic) return P .. ':rev:topic:' .. topic end
@@ -32,3 +36,7 @@ local function now_ms()
 end
 
 local function fmt(n) return string.format('%.0f', n) end
+
+-- PermName.isWriteable (perm & PERM_WRITE) for any Java int, PERM_PRIORITY and negative values
+-- included: floored division and modulo follow two's complement bit by bit.
+local function writeable(perm) return math.floor(perm / 2) % 2 == 1 end

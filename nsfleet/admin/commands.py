@@ -14,7 +14,7 @@ from rich.text import Text
 from nsfleet.admin import tables
 from nsfleet.client.http import FleetHttp, path
 from nsfleet.client.queues import parse_order_conf
-from nsfleet.keys import ORDER_TOPIC_CONFIG
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from nsfleet.keys import Keys
+from nsfleet.store.keys import Keys
 
 KEY_COLUMN = "_key"
 """Default name of the column holding the key suffix after the table prefix (e.g. for a queue row

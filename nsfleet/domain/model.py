@@ -22,6 +22,7 @@ FLAG_UNIT = 1
 FLAG_UNIT_SUB = 2
 MASTER_ID = 0
 DEFAULT_HEARTBEAT_TIMEOUT_MS = 120_000
+MAX_HEARTBEAT_TIMEOUT_MS = 86_400_000
 # TopicConfig's field initialisers: what a topic missing a value gets, whichever protocol.
 DEFAULT_READ_QUEUE_NUMS = 16
 DEFAULT_WRITE_QUEUE_NUMS = 16
@@ -152,6 +153,8 @@ class TopicRouteData:
     broker_datas: list[BrokerData] = field(default_factory=list)
     filter_server_table: dict[str, list[str]] = field(default_factory=dict)
     order_topic_conf: str | None = None
+    # Static topics: brokerName -> TopicQueueMappingInfo, as the broker registered it.
+    topic_queue_mapping_by_broker: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"brokerDatas": [b.to_dict() for b in self.broker_datas],
@@ -159,6 +162,9 @@ class TopicRouteData:
         if self.order_topic_conf is not None:
             d["orderTopicConf"] = self.order_topic_conf
         d["queueDatas"] = [q.to_dict() for q in self.queue_datas]
+        if self.topic_queue_mapping_by_broker is not None:
+            d["topicQueueMappingByBroker"] = dict(sorted(
+                self.topic_queue_mapping_by_broker.items()))
         return d
 
     @classmethod
@@ -166,7 +172,7 @@ class TopicRouteData:
         return cls([QueueData.from_dict(q) for q in d.get("queueDatas") or []],
                    [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
                    {k: list(v) for k, v in (d.get("filterServerTable") or {}).items()},
-                   d.get("orderTopicConf"))
+                   d.get("orderTopicConf"), d.get("topicQueueMappingByBroker"))
 
 
 @dataclass(slots=True)
@@ -191,6 +197,7 @@ class RegisterResult:
     kv_table: dict[str, str] | None = None
     generation: int = 0
     fenced: bool = False
+    dropped_topics: list[DroppedTopic] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -221,6 +228,17 @@ class LiveBroker:
                 "zoneName": self.zone_name}
 
 
+@dataclass(frozen=True, slots=True)
+class DroppedTopic:
+    """A topic of a registration that could not be stored, and why."""
+
+    topic: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.topic[:200]!r}: {self.reason}"
+
+
 @dataclass(slots=True)
 class BrokerRegistration:
     """One REGISTER_BROKER call, whichever protocol it came in on."""
@@ -236,41 +254,52 @@ class BrokerRegistration:
     data_version: DataVersion = field(default_factory=DataVersion)
     topic_configs: Sequence[TopicConfig] = ()
     filter_server_list: Sequence[str] | None = None
-    # The body carried static-topic mappings, which (as in Java) turns
-    # deleteTopicWithBrokerRegistration off for this call.
-    static_topics: bool = False
+    # Static topics: topic -> TopicQueueMappingInfo as sent (topicQueueMappingInfoMap). Their
+    # presence turns deleteTopicWithBrokerRegistration off for this call, as in Java.
+    topic_queue_mappings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Filled by ``validated``: how many topics the table held as sent (the single-topic guard
+    # counts those), and the ones that could not be stored.
+    topics_sent: int = 0
+    dropped_topics: list[DroppedTopic] = field(default_factory=list)
 
     def validated(self) -> BrokerRegistration:
+        """Check what identifies the broker (ValidationError naming the field) and keep every
+        topic that can be stored, as the Java NameServer keeps every topic: a topic that cannot
+        be stored (``validation.registered_topic``, values outside Java's int) is dropped alone
+        and listed in ``dropped_topics``. A topic listed twice keeps its last entry."""
         validation.name(self.cluster, "clusterName")
         validation.addr(self.addr, "brokerAddr")
         validation.name(self.name, "brokerName")
-        validation.broker_id(self.broker_id)
-        validation.optional_addr(self.ha_server_addr, "haServerAddr")
-        if self.zone_name and not _valid_zone(self.zone_name):
-            raise ValidationError(
-                "zoneName", f"must be printable, at most {validation.NAME_MAX_LEN} characters")
+        validation.integer(self.broker_id, "brokerId", validation.JAVA_LONG_MIN,
+                           validation.JAVA_LONG_MAX)
+        if self.ha_server_addr:
+            validation.stored_text(self.ha_server_addr, "haServerAddr")
+        if self.zone_name:
+            validation.stored_text(self.zone_name, "zoneName")
         if self.heartbeat_timeout_millis is not None:
-            validation.integer(self.heartbeat_timeout_millis, "heartbeatTimeoutMillis", 1,
-                               86_400_000)
+            # Java takes any long; a value past these bounds would expire at once or never.
+            self.heartbeat_timeout_millis = min(max(self.heartbeat_timeout_millis, 1),
+                                                MAX_HEARTBEAT_TIMEOUT_MS)
         for f in ("counter", "timestamp", "state_version"):
-            validation.integer(getattr(self.data_version, f), f"dataVersion.{f}", 0)
-        seen: set[str] = set()
-        for tc in self.topic_configs:
-            field_ = f"topicConfigTable.{tc.topic_name}"
-            validation.topic(tc.topic_name, "topicConfigTable")
-            if tc.topic_name in seen:
-                raise ValidationError(field_, "listed twice")
-            seen.add(tc.topic_name)
-            validation.queue_nums(tc.read_queue_nums, f"{field_}.readQueueNums")
-            validation.queue_nums(tc.write_queue_nums, f"{field_}.writeQueueNums")
-            validation.perm(tc.perm, f"{field_}.perm")
-            validation.integer(tc.topic_sys_flag, f"{field_}.topicSysFlag", 0)
+            validation.integer(getattr(self.data_version, f), f"dataVersion.{f}",
+                               validation.JAVA_LONG_MIN, validation.JAVA_LONG_MAX)
         for i, f in enumerate(self.filter_server_list or ()):
-            validation.addr(f, f"filterServerList[{i}]")
+            validation.stored_text(f, f"filterServerList[{i}]")
+        self.topics_sent = len(self.topic_configs)
+        kept: dict[str, TopicConfig] = {}
+        self.dropped_topics = []
+        for tc in self.topic_configs:
+            reason = validation.registered_topic(tc.topic_name)
+            if reason is None:
+                for value, what in ((tc.read_queue_nums, "readQueueNums"),
+                                    (tc.write_queue_nums, "writeQueueNums"),
+                                    (tc.perm, "perm"), (tc.topic_sys_flag, "topicSysFlag")):
+                    if not validation.JAVA_INT_MIN <= value <= validation.JAVA_INT_MAX:
+                        reason = f"{what} {value} is outside Java's int"
+            if reason is None:
+                kept.pop(tc.topic_name, None)
+                kept[tc.topic_name] = tc
+            else:
+                self.dropped_topics.append(DroppedTopic(tc.topic_name, reason))
+        self.topic_configs = list(kept.values())
         return self
-
-
-def _valid_zone(zone: object) -> bool:
-    """zoneName is a stored value, never a key component: any printable text will do (Java takes
-    any string; RocketMQ's own fixture B passes the broker address, "host:port")."""
-    return isinstance(zone, str) and len(zone) <= validation.NAME_MAX_LEN and zone.isprintable()

@@ -47,7 +47,9 @@ async def register_broker(request: web.Request) -> web.Response:
     result = await _ns(request).register_broker(parse.registration(await _body(request)))
     return ok({"masterAddr": result.master_addr, "haServerAddr": result.ha_server_addr,
                "kvTable": result.kv_table, "registrationId": result.generation,
-               "fenced": result.fenced})
+               "fenced": result.fenced,
+               "droppedTopics": [{"topic": d.topic, "reason": d.reason}
+                                 for d in result.dropped_topics]})
 
 
 async def heartbeat(request: web.Request) -> web.Response:
@@ -154,7 +156,7 @@ async def delete_topic(request: web.Request) -> web.Response:
 
 async def register_topic(request: web.Request) -> web.Response:
     qds = parse.queue_datas(await _body(request))
-    written = await _ns(request).register_topic(request.match_info["topic"], qds)
+    written = await _ns(request).create_topic(request.match_info["topic"], qds)
     return ok({"writtenQueueDatas": written})
 
 

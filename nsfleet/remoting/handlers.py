@@ -44,9 +44,10 @@ class Connection:
     """What a handler may know about the connection a request came in on."""
 
     peer: str
-    # (cluster, addr) -> (brokerName, registration generation): brokers registered through
-    # this connection, unregistered (fenced) when it closes.
-    registrations: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
+    id: str = ""  # fleet-wide name, NameServer.connection_id
+    # (cluster, addr) -> brokerName: brokers registered through this connection; when it closes,
+    # each goes unless another connection it registered over is still open.
+    registrations: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def ok(cmd: RemotingCommand, ext_fields: dict[str, str] | None = None,
@@ -105,18 +106,22 @@ async def register_broker(ns: NameServer, h: RegisterBrokerHeader, cmd: Remoting
         data_version=body.data_version,
         topic_configs=list(body.topic_config_table.values()),
         filter_server_list=body.filter_server_list,
-        static_topics=bool(body.topic_queue_mapping_info))
-    result = await ns.register_broker(reg)
+        topic_queue_mappings=body.topic_queue_mapping_info)
+    result = await ns.register_broker(reg, connection=conn.id)
     if not result.fenced:
         assert reg.cluster and reg.addr and reg.name  # validated by the registration
-        conn.registrations[(reg.cluster, reg.addr)] = (reg.name, result.generation)
+        conn.registrations[(reg.cluster, reg.addr)] = reg.name
     header: dict[str, str] = {}
     if result.master_addr:
         header["masterAddr"] = result.master_addr
     if result.ha_server_addr:
         header["haServerAddr"] = result.ha_server_addr
     kv = result.kv_table
-    return ok(cmd, header, dumps_legacy({"table": kv}) if kv is not None else None)
+    response = ok(cmd, header, dumps_legacy({"table": kv}) if kv is not None else None)
+    if result.dropped_topics:  # SUCCESS for the rest; a client reading the remark learns why
+        response.remark = "topics not stored: " + "; ".join(
+            d.describe() for d in result.dropped_topics[:20])
+    return response
 
 
 async def unregister_broker(ns: NameServer, h: BrokerIdentityHeader, cmd: RemotingCommand,

@@ -3,8 +3,9 @@
 One ``asyncio.Protocol`` per connection: an optional PROXY protocol prefix, then frames decoded
 incrementally; each request is handled in its own task and answered in the request's serialize
 type (oneway requests never are). A malformed stream closes only its own connection. When a
-connection that registered brokers closes (or idles out), those brokers are unregistered, fenced
-by the registration generation so a newer registration (on any worker) survives.
+connection that registered brokers closes (or idles out), each of those brokers is unregistered
+unless another connection it registered over, on any worker, is still open. When the sweep expires
+a broker anywhere in the fleet, its connections here are closed.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         peer = self.transport.get_extra_info("peername")
         self.conn.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.conn.id = self.server.next_connection_id()
         self.server.connections.add(self)
         self.server.ns.metrics.remoting_connections.inc()
 
@@ -59,13 +61,14 @@ class RemotingProtocol(asyncio.Protocol):
             self.server.spawn(self._unregister_on_close(dict(self.conn.registrations)))
             self.conn.registrations.clear()
 
-    async def _unregister_on_close(self, regs: dict[tuple[str, str], tuple[str, int]]) -> None:
-        for (cluster, addr), (name, generation) in regs.items():
+    async def _unregister_on_close(self, regs: dict[tuple[str, str], str]) -> None:
+        # Every broker registered over this connection (Java removes only the first it finds).
+        for (cluster, addr), name in regs.items():
             try:
-                outcome = await self.server.ns.unregister_broker(
-                    cluster, addr, name, generation=generation)
+                removed = await self.server.ns.connection_closed(cluster, addr, name,
+                                                                 self.conn.id)
                 log.info("broker connection closed", cluster=cluster, broker_addr=addr,
-                         unregistered=outcome != -1)
+                         unregistered=removed)
             except Exception as exc:  # the deadline will still expire it
                 log.warning("unregister on close failed", broker_addr=addr, error=str(exc))
 
@@ -154,6 +157,22 @@ class RemotingServer:
         self.tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
+        self._connections_made = 0
+        ns.on_broker_expired(self._close_expired)
+
+    def next_connection_id(self) -> str:
+        self._connections_made += 1
+        return self.ns.connection_id(self._connections_made)
+
+    def _close_expired(self, cluster: str, addr: str) -> None:
+        """The sweep expired a broker: close its connections here, as scanNotActiveBroker
+        closes the channel (it is dead, or it reconnects and registers again)."""
+        for proto in list(self.connections):
+            if (cluster, addr) in proto.conn.registrations and proto.transport is not None:
+                proto.conn.registrations.pop((cluster, addr))
+                log.info("closing an expired broker's connection", cluster=cluster,
+                         broker_addr=addr, peer=proto.conn.peer)
+                proto.transport.close()
 
     @property
     def in_flight(self) -> int:
@@ -177,7 +196,7 @@ class RemotingServer:
 
     async def _close_idle(self) -> None:
         """Close connections with no traffic for idle_seconds (Java's idle channel handling);
-        a broker's registrations are then unregistered, fenced."""
+        its brokers are then treated as for any closed connection."""
         while True:
             await asyncio.sleep(min(10.0, self.idle_seconds / 2))
             cutoff = time.monotonic() - self.idle_seconds

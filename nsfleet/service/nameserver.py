@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
+
+import structlog
 
 from nsfleet.config import Settings
 from nsfleet.domain import validation
@@ -41,7 +44,9 @@ from nsfleet.service.namesrv_config import NamesrvConfig
 from nsfleet.service.route_cache import Entry, RouteCache
 from nsfleet.store import RouteStore
 
+log = structlog.get_logger(__name__)
 T = TypeVar("T")
+DROPPED_LOG_MEMORY = 10_000  # (broker, topic) pairs already logged as dropped
 
 
 @dataclass(slots=True)
@@ -65,13 +70,16 @@ class RouteAnswer:
 
 class NameServer:
     def __init__(self, settings: Settings, store: RouteStore, cache: RouteCache,
-                 config: NamesrvConfig, metrics: Metrics) -> None:
+                 config: NamesrvConfig, metrics: Metrics, *, worker_id: str | None = None) -> None:
         self.settings = settings
         self._store = store
         self._cache = cache
         self.config = config
         self.metrics = metrics
         self.started = time.monotonic()
+        # Names this worker's connections ("<worker_id>:<n>"); WorkerPresence keeps it alive.
+        self.worker_id = worker_id or uuid.uuid4().hex[:16]
+        self._dropped_logged: set[tuple[str, str, str]] = set()
 
     async def _written(self, write: Awaitable[T]) -> T:
         """Run a write, then wait until this worker's cache has applied every change it
@@ -82,28 +90,62 @@ class NameServer:
 
     # --- brokers -------------------------------------------------------------------------------
 
-    async def register_broker(self, reg: BrokerRegistration) -> RegisterResult:
-        """REGISTER_BROKER with the fleet's defaults. A fenced registration answers, as Java's
-        empty RegisterBrokerResult does, with the ORDER_TOPIC_CONFIG table still attached."""
+    def connection_id(self, number: int) -> str:
+        """The fleet-wide name of this worker's remoting connection ``number``."""
+        return f"{self.worker_id}:{number}"
+
+    async def register_broker(self, reg: BrokerRegistration, *,
+                              connection: str | None = None) -> RegisterResult:
+        """REGISTER_BROKER with the fleet's defaults. ``connection`` (``connection_id``) is the
+        remoting connection it came over: the broker then stays registered until the last such
+        connection closes (``connection_closed``) or it expires. A fenced registration answers,
+        as Java's empty RegisterBrokerResult does, with the ORDER_TOPIC_CONFIG table still
+        attached. Topics that cannot be stored are dropped alone, logged once and counted."""
         if reg.heartbeat_timeout_millis is None:
             reg.heartbeat_timeout_millis = int(self.settings.broker_timeout * 1000)
         return_kv = self.config.flag("returnOrderTopicConfigToBroker")
         result = await self._written(self._store.register_broker(
             reg,
             delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
-                                  and not reg.static_topics),
-            return_order_conf=return_kv))
+                                  and not reg.topic_queue_mappings),
+            return_order_conf=return_kv, connection=connection))
         if result.fenced and return_kv:
             result.kv_table = await self._store.kv_list(ORDER_TOPIC_CONFIG)
+        self._note_dropped(reg)
         return result
 
+    def _note_dropped(self, reg: BrokerRegistration) -> None:
+        if not reg.dropped_topics:
+            return
+        self.metrics.topics_dropped.inc(len(reg.dropped_topics))
+        for dropped in reg.dropped_topics:
+            seen = (reg.cluster or "", reg.addr or "", dropped.topic)
+            if seen in self._dropped_logged:
+                continue
+            if len(self._dropped_logged) >= DROPPED_LOG_MEMORY:
+                self._dropped_logged.clear()
+            self._dropped_logged.add(seen)
+            log.warning("registered topic not stored", cluster=reg.cluster,
+                        broker_addr=reg.addr, broker_name=reg.name,
+                        topic=dropped.topic[:200], reason=dropped.reason)
+
     async def unregister_broker(self, cluster: str | None, addr: str | None,
-                                name: str | None, *,
-                                generation: int | None = None) -> int:
-        """-1 fenced (``generation`` is no longer the broker's), 0 removed from a group that
-        remains, 1 removed with its group."""
-        return await self._written(self._store.unregister_broker(cluster, addr, name,
-                                                                 generation=generation))
+                                name: str | None) -> int:
+        """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
+        return await self._written(self._store.unregister_broker(cluster, addr, name))
+
+    async def connection_closed(self, cluster: str, addr: str, name: str,
+                                connection: str) -> bool:
+        """A remoting connection the broker registered over closed. The broker goes only when
+        no other connection it registered over is open, on any worker (a fleet is not one Java
+        process: the broker keeps a connection to every worker). True when it went."""
+        outcome = await self._written(self._store.unregister_broker(
+            cluster, addr, name, closed_connection=connection))
+        return outcome != -1
+
+    def on_broker_expired(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(cluster, addr)`` for every broker the sweep expires, on any worker."""
+        self._cache.on_expired.append(callback)
 
     async def heartbeat(self, cluster: str | None, addr: str | None) -> bool:
         """Refresh a live broker's deadline; False when it is not live. Not a write in the
@@ -187,7 +229,7 @@ class NameServer:
         """Long-poll: the route once its ETag differs from ``etag``, or None (no route) when
         that is the change; returns the unchanged answer after ``wait`` seconds or when
         ``stopping()`` turns true. TopicRouteNotFound only when ``etag`` is not "0"."""
-        validation.topic(topic)
+        validation.route_topic(topic)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
@@ -242,11 +284,22 @@ class NameServer:
     async def delete_topic(self, topic: str | None, cluster: str | None = None) -> int:
         """Queue data rows removed (of ``cluster``'s groups only, when named); a topic or
         cluster name no write accepts has none."""
-        if not validation.is_valid(validation.topic, topic) or (
+        if not validation.is_valid(validation.route_topic, topic) or (
                 cluster and not validation.is_valid(validation.name, cluster)):
             return 0
         assert topic is not None
         return await self._written(self._store.delete_topic(topic, cluster or None))
+
+    async def create_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
+        """A topic created through nsfleet's own API: its name follows TopicValidator and its
+        queue data the limits of a topic a user creates; then it is registered as
+        REGISTER_TOPIC_IN_NAMESRV registers one."""
+        for i, q in enumerate(queue_datas):
+            validation.queue_nums(q.read_queue_nums, f"queueDatas[{i}].readQueueNums")
+            validation.queue_nums(q.write_queue_nums, f"queueDatas[{i}].writeQueueNums")
+            validation.perm(q.perm, f"queueDatas[{i}].perm")
+            validation.integer(q.topic_sys_flag, f"queueDatas[{i}].topicSysFlag", 0)
+        return await self.register_topic(validation.topic(topic), queue_datas)
 
     async def register_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV (RouteInfoManager.registerTopic): only known broker groups
@@ -256,7 +309,7 @@ class NameServer:
         written."""
         if not queue_datas:
             return 0
-        topic = validation.topic(topic)
+        topic = validation.route_topic(topic)
         known: list[QueueData] = []
         for qd in queue_datas:
             if not validation.is_valid(validation.name, qd.broker_name):

@@ -12,14 +12,15 @@ import asyncio
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
 
-from nsfleet.change_feed import Change
 from nsfleet.domain.errors import NameServerError
 from nsfleet.metrics import Metrics
 from nsfleet.store import RouteRead, RouteStore
+from nsfleet.store.change_feed import Change
 
 log = structlog.get_logger(__name__)
 SYNC_TIMEOUT = 0.5
@@ -52,6 +53,8 @@ class RouteCache:
         self._syncs: dict[str, asyncio.Future[None]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self.on_config_change: list[asyncio.Event] = []
+        # Told about every broker the sweep expires (cluster, addr), on any worker.
+        self.on_expired: list[Callable[[str, str], None]] = []
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="route-cache-listener")
@@ -92,6 +95,11 @@ class RouteCache:
         if change.config:
             for event in self.on_config_change:
                 event.set()
+            return
+        if change.expired:
+            for cluster, addr in change.expired:
+                for callback in self.on_expired:
+                    callback(cluster, addr)
             return
         if change.all_routes:
             self._entries.clear()

@@ -18,11 +18,13 @@ log = structlog.get_logger(__name__)
 
 class Sweeper:
     def __init__(self, store: RouteStore, metrics: Metrics, *, interval: float,
-                 guard_share: float, batch: int = 100, max_batches: int = 50) -> None:
+                 guard_share: float, guard_max_hold: float = 120.0, batch: int = 100,
+                 max_batches: int = 50) -> None:
         self.store = store
         self.metrics = metrics
         self.interval = interval
         self.guard_share = guard_share
+        self.guard_max_hold_ms = int(guard_max_hold * 1000)
         self.batch = batch
         self.max_batches = max_batches
         self.scheduler = AsyncIOScheduler()
@@ -41,19 +43,21 @@ class Sweeper:
         removed = 0
         try:
             for _ in range(self.max_batches):
-                result: SweepResult = await self.store.sweep(batch=self.batch,
-                                                             guard_share=self.guard_share)
+                result: SweepResult = await self.store.sweep(
+                    batch=self.batch, guard_share=self.guard_share,
+                    guard_max_hold_ms=self.guard_max_hold_ms)
                 self.metrics.brokers_alive.set(result.live - len(result.removed))
                 if result.held:
                     self.metrics.sweep_held.inc()
-                    log.error("mass expiry held: not removing brokers", due=result.due,
-                              live=result.live, share=self.guard_share)
-                    break
+                    log.error("mass expiry held: brokers past their deadline kept",
+                              due=result.due, live=result.live, share=self.guard_share,
+                              held_at_most_s=self.guard_max_hold_ms / 1000,
+                              removed_past_the_bound=len(result.removed))
                 for cluster, addr, name in result.removed:
                     log.info("broker expired", cluster=cluster, broker_addr=addr, broker_name=name)
                 removed += len(result.removed)
                 self.metrics.sweep_removals.inc(len(result.removed))
-                if len(result.removed) < self.batch:
+                if result.held or len(result.removed) < self.batch:
                     break
         except Exception as exc:  # a Redis outage must not kill the scheduler job
             self.metrics.redis_errors.labels("sweep").inc()

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from nsfleet.redis_server import RedisServer
-from tests.remoting_client import RemotingClient, Worker, running_worker
+from tests.support.remoting_client import RemotingClient, Worker, running_worker
 
 
 @pytest.fixture

@@ -1,13 +1,13 @@
 """Ports of KVConfigManagerTest, KVConfigSerializeWrapperTest and DataVersionTest's equality rules
-(reference §4.4, §3.3, §5) onto RouteStore and nsfleet.model."""
+(Java KVConfigManager and DataVersion.equals) onto RouteStore and nsfleet.model."""
 
 from __future__ import annotations
 
 import json
 
 from nsfleet.domain.model import DataVersion
-from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store import RouteStore
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 
 
 async def test_put_kv_config(store: RouteStore) -> None:

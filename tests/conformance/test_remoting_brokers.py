@@ -1,4 +1,5 @@
-"""Brokers and clients as the Java ones talk to a name server (reference §1.4, §2.6, §6.2).
+"""Brokers and clients as the Java ones talk to a name server (DefaultRequestProcessor,
+RegisterBrokerBody, BrokerController and BrokerOuterAPI).
 
 A 4.9 broker (version 405, RegisterBrokerBody JSON without stateVersion, truthful ``compressed``
 header), a 5.x broker (version 479, stateVersion/attributes/mapping fields, enableActingMaster,
@@ -13,7 +14,7 @@ import pytest
 
 from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.remoting.zone import filter_by_zone
-from tests.remoting_client import (
+from tests.support.remoting_client import (
     JSON,
     ROCKETMQ,
     SUCCESS,
@@ -190,7 +191,8 @@ async def test_crc32(client: RemotingClient) -> None:
         await ok(client, Command(103, {**req.ext_fields, "bodyCrc32": crc}, tampered, V5_3_3))
     assert (await route(client, "T1")).body_json()["queueDatas"][0]["readQueueNums"] == 5
     await ok(client, Command(103, {**req.ext_fields, "bodyCrc32": good}, req.body, V5_3_3))
-    # Same DataVersion and the topic is there: the queue data is not rewritten (§3.2 step 10).
+    # Same DataVersion and the topic is there: the queue data is not rewritten (the topic
+    # update of RouteInfoManager.registerBroker skips unchanged topics).
     assert (await route(client, "T1")).body_json()["queueDatas"][0]["readQueueNums"] == 5
     broker.counter += 1
     await ok(client, broker.register_5x())
@@ -199,8 +201,9 @@ async def test_crc32(client: RemotingClient) -> None:
 
 async def test_fenced_registration_still_gets_the_order_topic_table(
         client: RemotingClient) -> None:
-    """An older stateVersion taking over an id is fenced (§3.2 step 6): SUCCESS with no master
-    or HA fields, and the ORDER_TOPIC_CONFIG table attached as for any non-null result."""
+    """An older stateVersion taking over an id is fenced (the stateVersion check of
+    RouteInfoManager.registerBroker): SUCCESS with no master or HA fields, and the
+    ORDER_TOPIC_CONFIG table attached as for any non-null result."""
     await ok(client, Command(100, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T1",
                                    "value": "broker-a:4"}))
     first = Broker("c1", "10.0.0.1:10911", "broker-a", 0, topics=TOPICS, state_version=5)

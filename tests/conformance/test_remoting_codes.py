@@ -1,10 +1,12 @@
-"""Every NameServer request code on the wire, against a running worker (reference §1.3, §1.4).
+"""Every NameServer request code on the wire, against a running worker (Java RequestCode and
+ResponseCode, DefaultRequestProcessor.processRequest and ClientRequestProcessor).
 
 Each test starts ``nsfleet.worker.serve`` in-process on loopback ports with a namespace of its
 own on the session's redis-server, and talks to it with tests/remoting_client.py (written from
-the spec). Response codes, remarks, extFields and bodies are checked exactly, including whether
-the JSON header has an ``extFields`` key at all (Java writes ``"extFields":{}`` when the response
-has a custom header class whose fields are all null, §1.2).
+the Java protocol, not from nsfleet's codec). Response codes, remarks, extFields and bodies are
+checked exactly, including whether the JSON header has an ``extFields`` key at all (Java writes
+``"extFields":{}`` when the response has a custom header class whose fields are all null:
+RemotingCommand.makeCustomHeaderToNet).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.remoting_client import (
+from tests.support.remoting_client import (
     FAQ,
     JSON,
     NO_PERMISSION,
@@ -51,8 +53,9 @@ ROUTE_T1_STANDARD = (
 
 def check(resp: Command, req: Command, code: int, remark: str | None = None,
           ext: Any = ABSENT, body: bytes | None = None) -> None:
-    """The whole answer: envelope (§1.1: opaque echoed, response flag, version 479, the
-    request's serialize type) plus code, remark, extFields and body exactly."""
+    """The whole answer: envelope (NettyRemotingAbstract.processRequestCommand: opaque echoed,
+    response flag, version 479, the request's serialize type) plus code, remark, extFields and
+    body exactly."""
     assert (resp.code, resp.remark) == (code, remark), (resp.code, resp.remark)
     assert resp.opaque == req.opaque
     assert resp.flag == RESPONSE_FLAG
@@ -152,7 +155,7 @@ async def test_put_get_delete_kv_config(client: RemotingClient) -> None:
     check(resp, req, SUCCESS)
     req, resp = await call(client, 101, {"namespace": "ns1", "key": "k1"})
     check(resp, req, QUERY_NOT_FOUND, "No config item, Namespace: ns1 Key: k1", ext={})
-    # The emptied namespace still exists (§4.4).
+    # The emptied namespace still exists (KVConfigManager.deleteKVConfig keeps it).
     req, resp = await call(client, 219, {"namespace": "ns1"})
     check(resp, req, SUCCESS, body=b'{"table":{}}')
     req, resp = await call(client, 102, {"namespace": "nope", "key": "nope"})
@@ -236,7 +239,8 @@ async def test_register_broker_errors_keep_the_response_header_class(
                                                    % 2**31)}
     req, resp = await call(client, 103, bad_crc, cmd.body)
     check(resp, req, SYSTEM_ERROR, "crc32 not match", ext={})
-    # A single-topic registration from an id the name server does not know (§3.2 step 7).
+    # A single-topic registration from an id the name server does not know: refused by the
+    # single-topic guard of RouteInfoManager.registerBroker.
     single = Broker("c1", "10.0.0.9:10911", "broker-z", 0, topics=[TopicConf("TZ")])
     req, resp = await call(client, 103, **_cmd_kwargs(single.register_5x()))
     check(resp, req, SYSTEM_ERROR, "register broker failed", ext={})

@@ -1,4 +1,5 @@
-"""Port of RocketMQ's RouteInfoManagerTest (reference §5, fixture C) onto RouteStore.
+"""Port of RocketMQ's RouteInfoManagerTest (namesrv unit test; the same broker as
+RequestProcessorTest.registerRouteInfoManager) onto RouteStore.
 
 Its ``setup`` runs ``testRegisterBroker``: default-cluster / 127.0.0.1:10911 / default-broker,
 brokerId 1234, ha 127.0.0.1:1001, DataVersion {10, 100}, topics unit-test0/1 (default TopicConfig),
@@ -136,7 +137,8 @@ async def test_unit_topic_lists(rim: RouteStore) -> None:
     assert await rim.has_unit_sub_ununit_topics() == ["u2"]
 
 
-# The store-level part of RequestProcessorTest (fixture C as the remoting tests register it);
+# The store-level part of RequestProcessorTest (its registerRouteInfoManager broker, as the
+# remoting tests register it);
 # the wire-level checks belong to the remoting tests.
 
 async def test_request_processor_register_broker(store: RouteStore) -> None:

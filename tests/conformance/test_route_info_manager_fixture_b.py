@@ -1,5 +1,6 @@
 """Ports of RouteInfoManagerBrokerRegisterTest, RouteInfoManagerStaticRegisterTest and
-RouteInfoManagerBrokerPermTest (reference §5, fixture B: RouteInfoManagerTestBase.registerCluster).
+RouteInfoManagerBrokerPermTest (namesrv unit tests; fixture B:
+RouteInfoManagerTestBase.registerCluster).
 
 Fixture B: cluster ``cluster``, broker names ``broker-0..2`` x ids ``0..2``, addresses
 ``cluster-broker-N:id``, topics ``topic-0..9`` (8/8, perm 6), through the 10-argument overload
@@ -171,7 +172,8 @@ async def test_perm_wipe_write_perm_of_broker_by_lock(fixture_b: RouteStore) -> 
 
 
 async def test_perm_add_replaces_the_perm(fixture_b: RouteStore) -> None:
-    # ADD sets READ|WRITE, dropping INHERIT (§1.4); counts every topic of the group.
+    # ADD sets READ|WRITE, dropping INHERIT (RouteInfoManager.addWritePermOfBrokerByLock);
+    # counts every topic of the group.
     await fixture_b.register_topic("topic-0", [QueueData("broker-1", 8, 8, 7)])
     assert await fixture_b.add_write_perm("broker-1") == len(TOPICS)
     read = await fixture_b.pickup_route("topic-0")

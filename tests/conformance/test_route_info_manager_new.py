@@ -1,4 +1,5 @@
-"""Port of RocketMQ's RouteInfoManagerNewTest (reference §5, fixture A) onto RouteStore.
+"""Port of RocketMQ's RouteInfoManagerNewTest (namesrv unit test; its defaultBroker() and
+slaveBroker() fixtures) onto RouteStore.
 
 The Java class runs with ``supportActingMaster=true``, so every route read here goes through
 ``apply_acting_master`` (nsfleet/acting_master.py), as a route reply would. Every test runs on a
@@ -83,17 +84,26 @@ def global_order_topics(*topics: str) -> list[TopicConfig]:
 
 
 async def register(store: RouteStore, info: BrokerBasicInfo, configs: list[TopicConfig], *,
-                   timeout_millis: int | None = None,
-                   delete_absent: bool = False) -> RegisterResult:
+                   timeout_millis: int | None = None, delete_absent: bool = False,
+                   channel: str | None = None) -> RegisterResult:
     return await store.register_broker(BrokerRegistration(
         info.cluster_name, info.broker_addr, info.broker_name, info.broker_id, info.ha_addr, "",
         timeout_millis, info.enable_acting_master, info.data_version, configs, []),
-        delete_absent_topics=delete_absent)
+        delete_absent_topics=delete_absent, connection=channel)
 
 
 async def register_normal(store: RouteStore, info: BrokerBasicInfo, *topics: str,
-                          delete_absent: bool = False) -> RegisterResult:
-    return await register(store, info, normal_topics(*topics), delete_absent=delete_absent)
+                          delete_absent: bool = False,
+                          channel: str | None = None) -> RegisterResult:
+    return await register(store, info, normal_topics(*topics), delete_absent=delete_absent,
+                          channel=channel)
+
+
+async def destroy_channel(store: RouteStore, info: BrokerBasicInfo, channel: str) -> int:
+    """BrokerHousekeepingService.onChannelDestroy: nsfleet forgets the broker's connection and
+    removes it when no other connection it registered over is open (-1: kept)."""
+    return await store.unregister_broker(info.cluster_name, info.broker_addr, info.broker_name,
+                                         closed_connection=channel)
 
 
 async def unregister(store: RouteStore, info: BrokerBasicInfo) -> int:
@@ -213,16 +223,13 @@ async def test_create_new_topic(store: RouteStore) -> None:
 async def _switch_broker_role(store: RouteStore, *, channel_destroy: bool) -> None:
     master = BrokerBasicInfo.default_broker().but(enable_acting_master=False)
     slave = BrokerBasicInfo.slave_broker().but(enable_acting_master=False)
-    master_reg = await register_normal(store, master, "TestTopic")
+    await register_normal(store, master, "TestTopic", channel="w:master")
     await register_normal(store, slave, "TestTopic")
 
     # Master down.
     if channel_destroy:
-        # Java: onChannelDestroy(masterChannel). nsfleet: an unregister fenced by the generation
-        # the master's registration returned.
-        assert await store.unregister_broker(master.cluster_name, master.broker_addr,
-                                             master.broker_name,
-                                             generation=master_reg.generation) == 0
+        # Java: onChannelDestroy(masterChannel). nsfleet: the master's only connection closed.
+        assert await destroy_channel(store, master, "w:master") == 0
     else:
         await unregister(store, master)
     assert await addrs_of(store, "TestTopic") == {1: slave.broker_addr}
@@ -481,32 +488,46 @@ async def test_register_only_slave_broker(store: RouteStore) -> None:
 
 
 async def test_on_channel_destroy(store: RouteStore) -> None:
-    # nsfleet: onChannelDestroy(channel) = unregister_broker fenced by the generation the
-    # registration made on that connection returned.
+    # nsfleet: onChannelDestroy(channel) = the broker forgets that connection, and goes when no
+    # other connection it registered over is open.
     info = BrokerBasicInfo.default_broker()
-    reg = await register_normal(store, info, "TestTopic", "TestTopic1")
-    assert await store.unregister_broker(info.cluster_name, info.broker_addr, info.broker_name,
-                                         generation=reg.generation) == 1
+    await register_normal(store, info, "TestTopic", "TestTopic1", channel="w:1")
+    assert await destroy_channel(store, info, "w:1") == 1
     assert await pickup(store, "TestTopic") is None
     assert await pickup(store, "TestTopic1") is None
 
     master = BrokerBasicInfo.default_broker().but(enable_acting_master=False)
     slave = BrokerBasicInfo.slave_broker().but(enable_acting_master=False)
-    master_reg = await register_normal(store, master, "TestTopic")
-    slave_reg = await register_normal(store, slave, "TestTopic")
+    await register_normal(store, master, "TestTopic", channel="w:2")
+    await register_normal(store, slave, "TestTopic", channel="w:3")
     assert await addrs_of(store, "TestTopic") == {0: master.broker_addr, 1: slave.broker_addr}
 
-    # A stale channel (the first registration's) no longer owns the broker: nothing happens.
-    assert await store.unregister_broker(master.cluster_name, master.broker_addr,
-                                         master.broker_name, generation=reg.generation) == -1
+    # A stale channel (the first registration's) no longer carries the broker: nothing happens.
+    assert await destroy_channel(store, master, "w:1") == -1
     assert await addrs_of(store, "TestTopic") == {0: master.broker_addr, 1: slave.broker_addr}
 
-    await store.unregister_broker(master.cluster_name, master.broker_addr, master.broker_name,
-                                  generation=master_reg.generation)
+    await destroy_channel(store, master, "w:2")
     assert await addrs_of(store, "TestTopic") == {1: slave.broker_addr}
 
-    await store.unregister_broker(slave.cluster_name, slave.broker_addr, slave.broker_name,
-                                  generation=slave_reg.generation)
+    await destroy_channel(store, slave, "w:3")
+    assert await pickup(store, "TestTopic") is None
+
+
+async def test_a_broker_on_two_connections_stays_until_the_last_closes(
+        store: RouteStore) -> None:
+    """A fleet is not one Java process: a broker registers over a connection to every worker.
+    Closing one keeps it; closing the last removes it; a dead worker's connections (no
+    presence key) count as closed."""
+    info = BrokerBasicInfo.default_broker()
+    await store.mark_worker_alive("a", 60_000)
+    await store.mark_worker_alive("b", 60_000)
+    await register_normal(store, info, "TestTopic", channel="a:1")
+    await register_normal(store, info, "TestTopic", channel="b:1")
+    assert await destroy_channel(store, info, "a:1") == -1
+    assert await pickup(store, "TestTopic") is not None
+    await register_normal(store, info, "TestTopic", channel="a:2")  # reconnected to a
+    await store.redis.delete(store.keys.worker("a"))  # worker a died without a word
+    assert await destroy_channel(store, info, "b:1") == 1
     assert await pickup(store, "TestTopic") is None
 
 

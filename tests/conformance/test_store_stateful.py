@@ -32,8 +32,8 @@ from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
-from tests.conformance.invariants import orphans
-from tests.conformance.route_model import RouteModel
+from tests.support.invariants import orphans
+from tests.support.route_model import RouteModel
 
 T = TypeVar("T")
 
@@ -79,7 +79,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.store = RouteStore(self.redis, "prop")
         self.run(self.store.load_scripts())
         self.model = RouteModel()
-        self.generations: list[tuple[str, str, str, int]] = []
+        self.connections: list[tuple[str, str, str, str]] = []
+        self.registrations = 0
+        self.run(self.store.mark_worker_alive("w", 3_600_000))
         self.last_registration: dict[tuple[str, str], BrokerRegistration] = {}
         self.seen_routes: list[Any] = [None] * len(TOPICS)
         self.seen_tables: Any = ({"brokerAddrTable": {}, "clusterAddrTable": {}}, [])
@@ -100,12 +102,15 @@ class StoreMachine(RuleBasedStateMachine):
         cluster, addr = CLUSTER_OF[group], ADDRS[group][slot]
         reg = BrokerRegistration(cluster, addr, group, broker_id, addr.replace(":10911", ":10912"),
                                  zone, timeout, acting, dv, topics, filters)
+        self.registrations += 1
+        conn = f"w:{self.registrations % 4}"
         try:
-            expected = self.model.register(reg, delete_absent)
+            expected = self.model.register(reg, delete_absent, conn)
         except RegistrationRejected:
             expected = None
         try:
-            got = self.run(self.store.register_broker(reg, delete_absent_topics=delete_absent))
+            got = self.run(self.store.register_broker(reg, delete_absent_topics=delete_absent,
+                                                      connection=conn))
         except RegistrationRejected:
             got = None
         if expected is None or got is None:
@@ -116,7 +121,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert (got.fenced, got.master_addr, got.ha_server_addr, got.generation) == (
             expected.fenced, expected.master_addr, expected.ha_server_addr, expected.generation)
         if not got.fenced:
-            self.generations.append((cluster, addr, group, got.generation))
+            self.connections.append((cluster, addr, group, conn))
             self.last_registration[(cluster, addr)] = reg
 
     # Registration has several rules so that it outweighs the removals and tables fill up.
@@ -178,14 +183,14 @@ class StoreMachine(RuleBasedStateMachine):
         expected = self.model.unregister(cluster, addr, name)
         assert self.run(self.store.unregister_broker(cluster, addr, name)) == expected
 
-    @precondition(lambda self: self.generations)
+    @precondition(lambda self: self.connections)
     @rule(pick=st.integers(min_value=0))
     def channel_destroy(self, pick: int) -> None:
-        """A closed connection: unregister fenced by the generation its registration returned
-        (often stale by now)."""
-        cluster, addr, name, generation = self.generations[pick % len(self.generations)]
-        expected = self.model.unregister(cluster, addr, name, generation)
-        got = self.run(self.store.unregister_broker(cluster, addr, name, generation=generation))
+        """A closed connection: the broker goes when no other connection it registered over is
+        open (the connection is often stale by now, or shared by several brokers)."""
+        cluster, addr, name, conn = self.connections[pick % len(self.connections)]
+        expected = self.model.unregister(cluster, addr, name, conn)
+        got = self.run(self.store.unregister_broker(cluster, addr, name, closed_connection=conn))
         assert got == expected
         event(f"channel destroy: {got}")
 
@@ -205,7 +210,8 @@ class StoreMachine(RuleBasedStateMachine):
         """The sweep as of a future time: every broker whose timeout is below the horizon is due."""
         sec, usec = self.run(self.redis.time())
         now = sec * 1000 + usec // 1000
-        got = self.run(self.store.sweep(now_ms=now + horizon, guard_share=guard_share))
+        got = self.run(self.store.sweep(now_ms=now + horizon, guard_share=guard_share,
+                                        guard_max_hold_ms=10**12))
         expected = self.model.sweep(horizon, guard_share)
         assert (got.held, got.due, got.live) == (expected.held, expected.due, expected.live)
         assert sorted(got.removed) == sorted(expected.removed)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helm.chartlib import CHART_DIR, NAMESPACE, RELEASE, Rendered, validate_manifest
+from tests.support.chartlib import CHART_DIR, NAMESPACE, RELEASE, Rendered, validate_manifest
 
 helm = pytest.importorskip("helm_python", reason="helm-python-sdk is needed to render the chart")
 

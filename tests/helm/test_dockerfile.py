@@ -13,7 +13,7 @@ import re
 
 import yaml
 
-from tests.helm.chartlib import CHART_DIR, REPO
+from tests.support.chartlib import CHART_DIR, REPO
 
 DOCKERFILE = (REPO / "Dockerfile").read_text()
 DOCKERIGNORE = (REPO / ".dockerignore").read_text()

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.helm.chartlib import MINIMAL
+from tests.support.chartlib import MINIMAL
 
 
 class FakeWorker(BaseHTTPRequestHandler):

@@ -9,7 +9,7 @@ import helm_python as helm
 import kubernetes_validate
 import pytest
 
-from tests.helm.chartlib import (
+from tests.support.chartlib import (
     CHART_DIR,
     CI_FILES,
     FULLNAME,

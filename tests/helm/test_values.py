@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.helm.chartlib import CHART_DIR, CI_FILES, MINIMAL, ci_values, merge
+from tests.support.chartlib import CHART_DIR, CI_FILES, MINIMAL, ci_values, merge
 
 SCHEMA = json.loads((CHART_DIR / "values.schema.json").read_text())
 DEFAULTS = yaml.safe_load((CHART_DIR / "values.yaml").read_text())

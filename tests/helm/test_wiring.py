@@ -11,7 +11,7 @@ import helm_python as helm
 import pytest
 
 from nsfleet import config
-from tests.helm.chartlib import CI_FILES, FULLNAME, MINIMAL, by_name, ci, ci_values, merge
+from tests.support.chartlib import CI_FILES, FULLNAME, MINIMAL, by_name, ci, ci_values, merge
 
 CI_IDS = [p.stem for p in CI_FILES]
 CUSTOM_PORTS = merge(
@@ -96,7 +96,8 @@ def test_config_map_carries_every_setting(render) -> None:
         "NSFLEET_LONG_POLL_MAX": "30",
         "NSFLEET_MAX_BODY_SIZE": "16777216",
         "NSFLEET_MAX_FRAME_SIZE": "16777216",
-        "NSFLEET_EXPIRY_GUARD_SHARE": "0.5",
+        "NSFLEET_EXPIRY_GUARD_SHARE": "0",
+        "NSFLEET_EXPIRY_GUARD_MAX_HOLD": "120",
         "NSFLEET_ROUTE_CACHE": "true",
     }
 

@@ -13,7 +13,7 @@ import pytest
 
 from nsfleet.cli import main
 from nsfleet.redis_server import RedisServer, free_port
-from tests.integration.fleet import Fleet
+from tests.support.fleet import Fleet
 
 pytestmark = pytest.mark.redis
 
@@ -185,8 +185,8 @@ def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixtu
     assert code == 1 and out == ""
     assert err == ("nsfleet admin topic-route: No topic route info in name server for the "
                    "topic: NoSuchTopic\n")
-    code, _, err = _run(capsys, fleet, "topic-route", "bad topic")
-    assert code == 1 and err.count("\n") == 1 and "does not match" in err
+    code, _, err = _run(capsys, fleet, "topic-route", "bad,topic")
+    assert code == 1 and err.count("\n") == 1 and "topic: 'bad,topic' is a topic name with" in err
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

@@ -25,7 +25,7 @@ from nsfleet.client import (
 )
 from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer, free_port
-from tests.integration.fleet import Fleet, async_wait_until, wait_until
+from tests.support.fleet import Fleet, async_wait_until, wait_until
 
 pytestmark = pytest.mark.redis
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from nsfleet.client import (
 )
 from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer
-from tests.integration.fleet import Fleet, async_wait_until, http_json
+from tests.support.fleet import Fleet, async_wait_until, http_json
 
 pytestmark = pytest.mark.redis
 
@@ -48,7 +48,7 @@ async def agents() -> AsyncIterator[list[BrokerAgent]]:
 async def _start(agents: list[BrokerAgent], fleet: Fleet, ident: BrokerIdentity,
                  topics: list[TopicConfig]) -> BrokerAgent:
     # A real broker always registers several topics; a lone topic from an unknown broker is
-    # refused by the single-topic guard (§3.2 step 7).
+    # refused by the single-topic guard of RouteInfoManager.registerBroker.
     agent = BrokerAgent(fleet.urls, ident, [*topics, TopicConfig("SELF_TEST_TOPIC", 1, 1)],
                         **FAST)
     await agent.start()

@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from nsfleet.redis_server import RedisServer
-from tests.integration.workers import WorkerProcess
-from tests.integration.workers import request as http
+from tests.support.workers import WorkerProcess
+from tests.support.workers import request as http
 
 pytestmark = pytest.mark.redis
 

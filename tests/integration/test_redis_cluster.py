@@ -18,11 +18,11 @@ from redis.asyncio.cluster import RedisCluster
 from redis.cluster import key_slot
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
-from tests.cluster_ports import cluster_port
-from tests.conformance.invariants import orphans
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
+from tests.support.cluster_ports import cluster_port
+from tests.support.invariants import orphans
 
 
 def _cli() -> str:
@@ -110,7 +110,7 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     await store.load_scripts()
 
     master = await store.register_broker(MASTER)
-    slave = await store.register_broker(SLAVE)
+    slave = await store.register_broker(SLAVE, connection="w:1")
     assert (slave.master_addr, slave.ha_server_addr) == (MASTER.addr, MASTER.ha_server_addr)
     assert slave.generation == master.generation + 1
     read = await store.pickup_route("T1")
@@ -141,11 +141,11 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     assert await store.kv_delete(ORDER_TOPIC_CONFIG, "T1")
     assert await store.kv_list(ORDER_TOPIC_CONFIG) == {}
 
-    # Unregister (fenced and plain) and the sweep.
+    # A closed connection (another one, then the slave's own) and the sweep.
     assert await store.unregister_broker("c1", SLAVE.addr, "broker-a",
-                                         generation=slave.generation - 1) == -1
+                                         closed_connection="w:2") == -1
     assert await store.unregister_broker("c1", SLAVE.addr, "broker-a",
-                                         generation=slave.generation) == 0
+                                         closed_connection="w:1") == 0
     sec, usec = await cluster.time(target_nodes=cluster.get_node_from_key(store.keys.prefix))
     result = await store.sweep(now_ms=sec * 1000 + usec // 1000 + 10**9, guard_share=0)
     assert result.removed == [("c1", MASTER.addr, "broker-a")]

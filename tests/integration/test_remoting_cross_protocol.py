@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from nsfleet.redis_server import RedisServer
-from tests.remoting_client import (
+from tests.support.remoting_client import (
     QUERY_NOT_FOUND,
     SUCCESS,
     TOPIC_NOT_EXIST,

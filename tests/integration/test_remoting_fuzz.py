@@ -31,17 +31,18 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nsfleet.config import Settings
-from nsfleet.domain.errors import BodyDecodeError, ValidationError
+from nsfleet.domain import validation
+from nsfleet.domain.errors import BodyDecodeError
 from nsfleet.domain.java_properties import parse_properties
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.remoting import handlers
-from nsfleet.remoting.bodies import decode_register_body
+from nsfleet.remoting.bodies import crc32, decode_register_body
 from nsfleet.remoting.codec import FrameDecoder, ProtocolError, RemotingCommand
 from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.remoting.headers import RegisterBrokerHeader
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS
 from nsfleet.worker import serve
-from tests.remoting_client import (
+from tests.support.remoting_client import (
     JSON,
     LANGUAGES,
     RESPONSE_FLAG,
@@ -217,24 +218,18 @@ def _writes(cmd: RemotingCommand) -> bool:
     if code in (100, 102):
         return "namespace" in ext and "key" in ext
     if code == 103:
-        crc = handlers.ext_int(cmd, "bodyCrc32") or 0
-        if crc and handlers.crc32(cmd.body) != crc:
+        reg = RegisterBrokerHeader.decode(cmd.ext_fields)
+        if reg.body_crc32 and crc32(cmd.body) != reg.body_crc32:
             return False
         try:
-            decode_register_body(cmd.body, bool(handlers.ext_bool(cmd, "compressed")),
-                                 cmd.version)
-            handlers._identity(cmd)
-        except (BodyDecodeError, ValidationError):
+            decode_register_body(cmd.body, reg.compressed, cmd.version)
+        except BodyDecodeError:
             return False
-        return True
+        return _identity_valid(ext)
     if code == 104:
-        try:
-            handlers._identity(cmd)
-        except ValidationError:
-            return False
-        return True
+        return _identity_valid(ext)
     if code in (205, 327):
-        return handlers._valid_name(ext.get("brokerName")) is not None
+        return validation.is_valid(validation.name, ext.get("brokerName"))
     if code == 216:
         return True
     if code == 217:
@@ -253,7 +248,14 @@ def _writes(cmd: RemotingCommand) -> bool:
         except ValueError:
             return False
         return not (set(props) & ALWAYS_BLACKLISTED) and bool(set(props) & set(DEFAULTS))
-    return handlers._live_key(cmd) is not None  # 322, 904
+    return (validation.is_valid(validation.name, ext.get("clusterName"))  # 322, 904
+            and validation.is_valid(validation.addr, ext.get("brokerAddr")))
+
+
+def _identity_valid(ext: dict[str, str]) -> bool:
+    return (validation.is_valid(validation.name, ext.get("clusterName"))
+            and validation.is_valid(validation.addr, ext.get("brokerAddr"))
+            and validation.is_valid(validation.name, ext.get("brokerName")))
 
 
 def dispatched(data: bytes) -> list[RemotingCommand]:

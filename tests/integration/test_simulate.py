@@ -15,7 +15,7 @@ import pytest
 
 from nsfleet.cli import main
 from nsfleet.redis_server import RedisServer, free_port
-from tests.integration.fleet import Fleet, wait_until
+from tests.support.fleet import Fleet, wait_until
 
 pytestmark = pytest.mark.redis
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
-from tests.conformance.invariants import orphans
+from tests.support.invariants import orphans
 
 BROKERS = 50
 TASKS = 8
@@ -31,8 +31,9 @@ NAMESPACE = "concurrency"
 class Broker:
     i: int
     alive: bool = False
-    generation: int = 0
-    stale_generation: int = 0
+    connection: str = ""  # the connection of its latest registration
+    stale_connection: str = ""  # the one before: the broker has reconnected since
+    registrations: int = 0
 
     @property
     def cluster(self) -> str:
@@ -70,9 +71,11 @@ async def drive(url: str, brokers: list[Broker], seed: int) -> int:
             op = rng.choice(["register", "register", "heartbeat", "query", "unregister",
                              "channel_close", "stale_close"])
             if op == "register":
-                result = await store.register_broker(b.registration(rng))
+                b.registrations += 1
+                conn = f"w{b.i}:{b.registrations}"  # no worker presence: earlier ones are dead
+                result = await store.register_broker(b.registration(rng), connection=conn)
                 assert not result.fenced
-                b.stale_generation, b.generation, b.alive = b.generation, result.generation, True
+                b.stale_connection, b.connection, b.alive = b.connection, conn, True
             elif op == "heartbeat":
                 assert await store.heartbeat(b.cluster, b.addr) == b.alive
             elif op == "query":
@@ -81,15 +84,15 @@ async def drive(url: str, brokers: list[Broker], seed: int) -> int:
             elif op == "unregister":
                 assert await store.unregister_broker(b.cluster, b.addr, b.name) == int(b.alive)
                 b.alive = False
-            elif op == "channel_close":
+            elif op == "channel_close" and b.connection:  # a connection it registered over
                 got = await store.unregister_broker(b.cluster, b.addr, b.name,
-                                                    generation=b.generation)
+                                                    closed_connection=b.connection)
                 assert got == (1 if b.alive else -1)
                 b.alive = False
-            else:  # a connection of an earlier registration closes late: fenced, no effect
-                if b.stale_generation:
+            else:  # a connection of an earlier registration closes late: no effect
+                if b.stale_connection:
                     assert await store.unregister_broker(
-                        b.cluster, b.addr, b.name, generation=b.stale_generation) == -1
+                        b.cluster, b.addr, b.name, closed_connection=b.stale_connection) == -1
             ops += 1
     finally:
         await client.aclose()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nsfleet.redis_server import RedisServer, free_port
-from tests.integration.workers import WorkerProcess
-from tests.integration.workers import request as http
+from tests.support.workers import WorkerProcess
+from tests.support.workers import request as http
 
 pytestmark = pytest.mark.redis
 

@@ -23,8 +23,8 @@ import redis.asyncio as aioredis
 from nsfleet.analytics import tables
 from nsfleet.analytics.tables import Kind
 from nsfleet.domain.model import PERM_READ, PERM_WRITE, BrokerRegistration, DataVersion, TopicConfig
-from nsfleet.keys import Keys
 from nsfleet.store import RouteStore
+from nsfleet.store.keys import Keys
 
 CLUSTERS = ("c-east", "c-west", "c-north", "c-south")
 ZONES = ("zone-a", "zone-b", "zone-c", None)

@@ -18,11 +18,11 @@ from redis.crc import key_slot
 from nsfleet.analytics import scan
 from nsfleet.analytics.datasource import read_table
 from nsfleet.domain.model import BrokerRegistration, TopicConfig
-from nsfleet.keys import Keys
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
-from tests.cluster_ports import cluster_port
+from nsfleet.store.keys import Keys
 from tests.spark import fleet
+from tests.support.cluster_ports import cluster_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
 

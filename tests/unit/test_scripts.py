@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from nsfleet import scripts
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
-from nsfleet.store import RouteStore
+from nsfleet.store import RouteStore, scripts
 from nsfleet.store.route_store import SCRIPT_STATUSES, ScriptReplyError, _reply
 
 # --- the include resolver, on a fake lua dir ---------------------------------------------------
@@ -204,18 +203,18 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     await store.wipe_write_perm("g")
     await store.register_topic("T9", [])
     await store.delete_topic("T2")
-    assert await store.unregister_broker("c1", b.addr, "g", generation=10**9) == -1
+    assert await store.unregister_broker("c1", b.addr, "g", closed_connection="w:1") == -1
     assert await store.unregister_broker("c1", b.addr, "g") == 0
     for i in range(5):
         await store.register_broker(replace(a, name=f"h{i}", addr=f"10.0.1.{i}:1"))
     far = 10**15
-    assert (await store.sweep(now_ms=far, guard_share=0.5)).held
+    assert (await store.sweep(now_ms=far, guard_share=0.5, guard_max_hold_ms=far)).held
     assert len((await store.sweep(now_ms=far, guard_share=0)).removed) == 6
 
     assert set(seen) == {(n, s) for n, statuses in SCRIPT_STATUSES.items() for s in statuses}
     assert seen[("register_broker", "fenced")] == ["fenced"]
     assert seen[("register_broker", "rejected")] == ["rejected"]
-    assert seen[("unregister_broker", "fenced")] == ["fenced"]
+    assert seen[("unregister_broker", "kept")] == ["kept"]
     assert seen[("unregister_broker", "ok")] == ["ok", "0"]
     assert seen[("heartbeat", "unknown")] == ["unknown", "0", "", "", ""]
     assert seen[("heartbeat", "ok")] == ["ok", "0", "1", "100", "2"]
@@ -228,4 +227,5 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("write_perm", "ok")] == ["ok", 2]
     ok_route = seen[("route", "ok")]
     assert ok_route[0] == "ok" and ok_route[2] == "" and isinstance(ok_route[3], int)
-    assert [g[0] for g in ok_route[4:]] == ["g"]
+    assert ok_route[4] == []  # no static-topic mappings
+    assert [g[0] for g in ok_route[5:]] == ["g"]

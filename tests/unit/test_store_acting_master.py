@@ -1,4 +1,5 @@
-"""apply_acting_master: the supportActingMaster route rewrite (reference §3.6), a pure function."""
+"""apply_acting_master: the supportActingMaster route rewrite of Java's
+RouteInfoManager.pickupTopicRouteData, a pure function."""
 
 from __future__ import annotations
 

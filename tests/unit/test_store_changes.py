@@ -14,8 +14,8 @@ import pytest
 from redis.asyncio.client import PubSub
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store import RouteStore
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 
 MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
                             enable_acting_master=True, data_version=DataVersion(1, 100),
@@ -138,8 +138,8 @@ async def test_what_changes_nothing_bumps_nothing(store: RouteStore, changes: Pu
     await expect_no_change(s, changes, lambda: s.kv_put("ns", "k", "v"))
     await expect_no_change(s, changes, lambda: s.kv_delete("ns", "missing"))
     await expect_no_change(s, changes, lambda: s.delete_topic("nope"))
-    await expect_no_change(s, changes, lambda: s.unregister_broker("c1", MASTER.addr, "broker-a",
-                                                                   generation=999))
+    await expect_no_change(s, changes, lambda: s.unregister_broker(
+        "c1", MASTER.addr, "broker-a", closed_connection="other-worker:1"))
 
 
 async def test_route_rev_is_the_topic_rev(store: RouteStore) -> None:

@@ -1,6 +1,6 @@
-"""Liveness (reference §3.5): the live row's TTL hides an expired broker from routes at once, the
-sweep then runs the unregister cascade; the mass-expiry guard, batches, heartbeats and
-re-registration after expiry."""
+"""Liveness (Java RouteInfoManager.scanNotActiveBroker / onChannelDestroy): the live row's TTL
+hides an expired broker from routes at once, the sweep then runs the unregister cascade; the
+mass-expiry guard, batches, heartbeats and re-registration after expiry."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.service.acting_master import apply_acting_master
 from nsfleet.store import RouteStore
-from tests.conformance.invariants import orphans
+from tests.support.invariants import orphans
 
 TOPICS = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]
 
@@ -47,14 +47,34 @@ async def test_ttl_hides_an_expired_broker_before_the_sweep(real_store: RouteSto
             break
         await asyncio.sleep(0.05)
     assert await s.pickup_route("T1") is None
-    assert await s.heartbeat("c1", "10.0.0.1:10911") is False  # must register again
-    # Like Java, the cluster tables keep the broker until the sweep runs.
-    assert "broker-1" in (await s.cluster_info()).broker_addr_table
+    # Cluster info agrees with routes on who is alive; the tables wait for the sweep.
+    assert (await s.cluster_info()).broker_addr_table == {}
     assert await s.all_topics() == ["T1", "T2"]
     result = await s.sweep()
     assert result.removed == [("c1", "10.0.0.1:10911", "broker-1")]
     assert (await s.cluster_info()).broker_addr_table == {}
     assert await s.all_topics() == []
+    assert await s.heartbeat("c1", "10.0.0.1:10911") is False  # swept: must register again
+    assert await orphans(s.redis, s.keys) == []
+
+
+async def test_late_heartbeat_keeps_the_broker(real_store: RouteStore) -> None:
+    """RouteInfoManager.updateBrokerInfoUpdateTimestamp: a heartbeat that comes after the
+    deadline but before scanNotActiveBroker keeps the broker, routes and all."""
+    s = real_store
+    await s.register_broker(broker(1, 300))
+    for _ in range(60):
+        if await s.pickup_route("T1") is None:
+            break
+        await asyncio.sleep(0.05)
+    assert await s.pickup_route("T1") is None
+    assert await s.heartbeat("c1", "10.0.0.1:10911") is True
+    read = await s.pickup_route("T1")
+    assert read is not None and read.route.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911"}
+    assert "broker-1" in (await s.cluster_info()).broker_addr_table
+    assert (await s.query_data_version("c1", "10.0.0.1:10911", DataVersion(1, 100, 0)))[1] \
+        is not None
+    assert (await s.sweep()).removed == []
     assert await orphans(s.redis, s.keys) == []
 
 
@@ -86,9 +106,16 @@ async def test_mass_expiry_guard(store: RouteStore) -> None:
     for i in range(1, 7):
         await store.register_broker(broker(i, 60_000 if i <= 4 else 3_600_000))
     now = await redis_now(store)
-    held = await store.sweep(now_ms=now + 600_000, guard_share=0.5)
+    held = await store.sweep(now_ms=now + 600_000, guard_share=0.5, guard_max_hold_ms=600_000)
     assert (held.held, held.due, held.live, held.removed) == (True, 4, 6, [])
-    assert len((await store.cluster_info()).broker_addr_table) == 6
+    assert await store.redis.zcard(store.keys.deadlines) == 6
+    # Never past the bound: a broker overdue by more than it goes even while the guard holds.
+    bounded = await store.sweep(now_ms=now + 600_000, guard_share=0.5,
+                                guard_max_hold_ms=500_000)
+    assert bounded.held and len(bounded.removed) == 4
+    assert await store.redis.zcard(store.keys.deadlines) == 2
+    for i in range(1, 5):
+        await store.register_broker(broker(i, 60_000))
 
     result = await store.sweep(now_ms=now + 600_000, guard_share=0)
     assert (result.held, result.due, result.live) == (False, 4, 6)
@@ -146,7 +173,7 @@ async def test_reregistration_after_expiry_survives_the_late_sweep(real_store: R
     reg = broker(1, 200)
     await s.register_broker(reg)
     await asyncio.sleep(0.3)
-    assert await s.heartbeat("c1", reg.addr) is False
+    assert await s.pickup_route("T1") is None
     # The broker registers again before any sweep ran: the old deadline is replaced, so the
     # sweep finds nothing due and the broker stays.
     await s.register_broker(replace(reg, heartbeat_timeout_millis=60_000))

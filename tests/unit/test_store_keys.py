@@ -1,5 +1,5 @@
-"""nsfleet/keys.py and lua/includes/keys.lua build the same keys, and every script loads with its
-includes inlined and a documented KEYS/ARGV/Output header."""
+"""nsfleet/store/keys.py and lua/includes/keys.lua build the same keys, and every script loads
+with its includes inlined and a documented KEYS/ARGV/Output header."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet import scripts
-from nsfleet.keys import Keys, escape, live_member, unescape
+from nsfleet.store import scripts
+from nsfleet.store.keys import Keys, escape, live_member, unescape
 
 # (lua builder call, python builder) with the same arguments.
 CASES = [
@@ -25,6 +25,10 @@ CASES = [
     ("k_deadlines()", lambda k: k.deadlines),
     ("k_reg('c1', 'h:1')", lambda k: k.reg("c1", "h:1")),
     ("k_filters('c1', 'h:1')", lambda k: k.filters("c1", "h:1")),
+    ("k_member_clusters('b')", lambda k: k.member_clusters("b")),
+    ("k_conns('c1', 'h:1')", lambda k: k.conns("c1", "h:1")),
+    ("k_worker('w1')", lambda k: k.worker("w1")),
+    ("k_mappings('t')", lambda k: k.mappings("t")),
     ("k_seq()", lambda k: k.seq),
     ("k_rev()", lambda k: k.rev),
     ("k_topic_rev('T1')", lambda k: k.topic_rev("T1")),

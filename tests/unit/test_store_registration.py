@@ -1,4 +1,4 @@
-"""registerBroker details (reference §3.2) and the places where nsfleet deliberately differs."""
+"""RouteInfoManager.registerBroker details and the places where nsfleet deliberately differs."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from nsfleet.domain.model import (
     QueueData,
     TopicConfig,
 )
-from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store import RouteStore
-from tests.conformance.invariants import dump, orphans
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from tests.support.invariants import dump, orphans
 
 TWO = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]
 A = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, "10.0.0.1:10912", enable_acting_master=True,
@@ -31,7 +31,8 @@ async def addrs(store: RouteStore, topic: str = "T1") -> dict[int, str]:
 
 
 async def test_single_topic_registration_of_an_unknown_id_writes_nothing(store: RouteStore) -> None:
-    # nsfleet: Java leaves the cluster entry and an empty BrokerData behind (§3.2 step 7).
+    # nsfleet: Java's single-topic guard in RouteInfoManager.registerBroker leaves the cluster
+    # entry and an empty BrokerData behind.
     await store.register_broker(replace(A, name="other", addr="10.0.0.9:10911"))
     before = await dump(store.redis, store.keys)
     with pytest.raises(RegistrationRejected):
@@ -50,9 +51,10 @@ async def test_state_version_fencing(store: RouteStore) -> None:
     await store.register_broker(replace(B, broker_id=1))
     assert await addrs(store) == {0: A.addr, 1: B.addr}
 
-    # B claims id 0 with an older stateVersion than A's: fenced (§3.2 step 6). The newcomer's
-    # address leaves the group (Java: its live entry goes, and step 5 already removed its id-1
-    # entry); nothing else is written.
+    # B claims id 0 with an older stateVersion than A's: fenced by the stateVersion check of
+    # RouteInfoManager.registerBroker. The newcomer's address leaves the group (Java: its live
+    # entry goes, and the earlier slave/master switch, which drops the same address under
+    # another id, already removed its id-1 entry); nothing else is written.
     result = await store.register_broker(replace(B, data_version=DataVersion(5, 500, 1)))
     assert result.fenced and result.master_addr is None and result.ha_server_addr is None
     assert await addrs(store) == {0: A.addr}
@@ -159,7 +161,7 @@ async def test_unregister_of_an_unknown_broker(store: RouteStore) -> None:
     await store.register_broker(A)
     before = await dump(store.redis, store.keys)
     assert await store.unregister_broker("c1", "10.9.9.9:1", "nope") == 0
-    assert await store.unregister_broker("c1", A.addr, "g", generation=10**9) == -1
+    assert await store.unregister_broker("c1", A.addr, "g", closed_connection="w:1") == -1
     assert await dump(store.redis, store.keys) == before
 
 
@@ -192,9 +194,10 @@ async def test_removed_group_leaves_every_cluster(store: RouteStore) -> None:
 
 
 async def test_lost_master_leaves_queue_data_read_only_until_rewritten(store: RouteStore) -> None:
-    # §3.4: a group with enableActingMaster that loses its master gets PERM_WRITE cleared on its
-    # stored queue data. A returning master rewrites the topics it registers (its DataVersion
-    # is unknown again); the others stay read-only, as in Java.
+    # RouteInfoManager.unRegisterBroker (cleanTopicByUnRegisterRequests): a group with
+    # enableActingMaster that loses its master gets PERM_WRITE cleared on its stored queue data.
+    # A returning master rewrites the topics it registers (its DataVersion is unknown again);
+    # the others stay read-only, as in Java.
     await store.register_broker(A)
     await store.register_broker(replace(B, broker_id=1))
     await store.unregister_broker("c1", A.addr, "g")

@@ -1,6 +1,8 @@
 """Input validation: every bad field is refused with a ValidationError naming it, before any script
-runs, so nothing at all is written; and nothing valid is refused (names at their length limits,
-topics with '%' and '|')."""
+runs, so nothing at all is written; nothing valid is refused (names at their length limits,
+topics with '%' and '|'); and a broker's registration is never held to stricter rules than the
+Java NameServer holds it (RouteInfoManager.registerBroker checks nothing): a topic that cannot be
+stored is dropped alone."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ import pytest
 
 from nsfleet.domain.errors import ValidationError
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store import RouteStore
-from tests.conformance.invariants import dump, orphans
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from tests.support.invariants import dump, orphans
 
 GOOD = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912", "zone-a", 30_000,
                           True, DataVersion(1, 100, 0),
@@ -29,8 +31,7 @@ def bad_topic(**kw: Any) -> BrokerRegistration:
 BAD_REGISTRATIONS: list[tuple[str, BrokerRegistration]] = [
     ("clusterName", replace(GOOD, cluster="")),
     ("clusterName", replace(GOOD, cluster="c:1")),
-    ("clusterName", replace(GOOD, cluster="c 1")),
-    ("clusterName", replace(GOOD, cluster="{c1}")),
+    ("clusterName", replace(GOOD, cluster="c\n1")),
     ("clusterName", replace(GOOD, cluster="c" * 256)),
     ("brokerAddr", replace(GOOD, addr="10.0.0.1")),
     ("brokerAddr", replace(GOOD, addr="10.0.0.1:65536")),
@@ -41,28 +42,15 @@ BAD_REGISTRATIONS: list[tuple[str, BrokerRegistration]] = [
     ("brokerName", replace(GOOD, name="")),
     ("brokerName", replace(GOOD, name="b:a")),
     ("brokerName", replace(GOOD, name="b" * 256)),
-    ("brokerId", replace(GOOD, broker_id=-1)),
+    ("brokerId", replace(GOOD, broker_id=None)),
     ("brokerId", replace(GOOD, broker_id="x")),  # type: ignore[arg-type]
     ("brokerId", replace(GOOD, broker_id=True)),  # type: ignore[arg-type]
-    ("haServerAddr", replace(GOOD, ha_server_addr="10.0.0.1")),
+    ("haServerAddr", replace(GOOD, ha_server_addr="10.0.0.1\n")),
     ("zoneName", replace(GOOD, zone_name="z\n1")),
     ("zoneName", replace(GOOD, zone_name="z" * 256)),
-    ("heartbeatTimeoutMillis", replace(GOOD, heartbeat_timeout_millis=-5)),
-    ("heartbeatTimeoutMillis", replace(GOOD, heartbeat_timeout_millis=86_400_001)),
-    ("dataVersion.counter", replace(GOOD, data_version=DataVersion(-1, 100, 0))),
+    ("dataVersion.counter", replace(GOOD, data_version=DataVersion(2**63, 100, 0))),
     ("dataVersion.timestamp", replace(GOOD, data_version=DataVersion(1, 1.5, 0))),  # type: ignore[arg-type]
-    ("dataVersion.state_version", replace(GOOD, data_version=DataVersion(1, 100, -2))),
-    ("topicConfigTable", bad_topic(topic_name="")),
-    ("topicConfigTable", bad_topic(topic_name="T 2")),
-    ("topicConfigTable", bad_topic(topic_name="T:2")),
-    ("topicConfigTable", bad_topic(topic_name="T" * 128)),
-    ("topicConfigTable.T1", replace(GOOD, topic_configs=[TopicConfig("T1"), TopicConfig("T1")])),
-    ("topicConfigTable.T2.readQueueNums", bad_topic(read_queue_nums=-1)),
-    ("topicConfigTable.T2.writeQueueNums", bad_topic(write_queue_nums=1025)),
-    ("topicConfigTable.T2.perm", bad_topic(perm=8)),
-    ("topicConfigTable.T2.perm", bad_topic(perm=-1)),
-    ("topicConfigTable.T2.topicSysFlag", bad_topic(topic_sys_flag=-1)),
-    ("filterServerList[1]", replace(GOOD, filter_server_list=["10.0.0.5:7000", "nope"])),
+    ("filterServerList[1]", replace(GOOD, filter_server_list=["10.0.0.5:7000", "no\tpe"])),
 ]
 
 
@@ -98,25 +86,22 @@ BAD_CALLS: list[tuple[str, Callable[[RouteStore], Awaitable[Any]]]] = [
     ("clusterName", lambda s: s.heartbeat("", "10.0.0.1:10911")),
     ("brokerAddr", lambda s: s.heartbeat("c1", "10.0.0.1:99999")),
     ("brokerAddr", lambda s: s.query_data_version("c1", "x", DataVersion())),
-    ("topic", lambda s: s.pickup_route("T:1")),
+    ("topic", lambda s: s.pickup_route("T,1")),
     ("topic", lambda s: s.delete_topic("")),
-    ("clusterName", lambda s: s.delete_topic("T1", "c 1")),
-    ("topic", lambda s: s.register_topic("T 1", [QueueData("broker-a", 8, 8, 6)])),
+    ("clusterName", lambda s: s.delete_topic("T1", "c:1")),
+    ("topic", lambda s: s.register_topic("T\t1", [QueueData("broker-a", 8, 8, 6)])),
     ("queueDatas[1].brokerName",
      lambda s: s.register_topic("T3", [QueueData("broker-a", 8, 8, 6), QueueData("", 8, 8, 6)])),
-    ("queueDatas[0].perm", lambda s: s.register_topic("T3", [QueueData("broker-a", 8, 8, 9)])),
+    ("queueDatas[0].perm", lambda s: s.register_topic("T3", [QueueData("broker-a", 8, 8, 2**31)])),
     ("queueDatas[0].readQueueNums",
-     lambda s: s.register_topic("T3", [QueueData("broker-a", 2000, 8, 6)])),
-    ("queueDatas[0].topicSysFlag",
-     lambda s: s.register_topic("T3", [QueueData("broker-a", 8, 8, 6, -1)])),
+     lambda s: s.register_topic("T3", [QueueData("broker-a", -(2**31) - 1, 8, 6)])),
     ("brokerName", lambda s: s.wipe_write_perm("a:b")),
     ("brokerName", lambda s: s.add_write_perm("")),
-    ("namespace", lambda s: s.kv_put("", "k", "v")),
-    ("key", lambda s: s.kv_put("ns", "", "v")),
-    ("key", lambda s: s.kv_put("ns", "k" * 1025, "v")),
-    ("namespace", lambda s: s.kv_delete("", "k")),
-    ("key", lambda s: s.kv_get("ns", "")),
-    ("namespace", lambda s: s.kv_list("")),
+    ("namespace", lambda s: s.kv_put(None, "k", "v")),  # type: ignore[arg-type]
+    ("key", lambda s: s.kv_put("ns", "k" * 32_769, "v")),
+    ("namespace", lambda s: s.kv_delete(None, "k")),  # type: ignore[arg-type]
+    ("key", lambda s: s.kv_get("ns", None)),  # type: ignore[arg-type]
+    ("namespace", lambda s: s.kv_list(None)),  # type: ignore[arg-type]
     ("brokerName", lambda s: s.broker_member_group("c1", "")),
 ]
 
@@ -166,4 +151,64 @@ async def test_names_at_their_limits_are_accepted(store: RouteStore) -> None:
     assert await store.unregister_broker(cluster, addr, name) == 1
     assert await store.all_topics() == []
     assert (await store.cluster_info()).cluster_addr_table == {}
+    assert await orphans(store.redis, store.keys) == []
+
+
+async def test_a_registration_keeps_every_topic_java_keeps(store: RouteStore) -> None:
+    """Host-name brokerName and its topic, pop retry topics (KeyBuilder.buildPopRetryTopicV2), a
+    255-character topic, 2048 queues, PERM_PRIORITY: all stored and routed as sent."""
+    name, cluster = "broker-a.rmq.svc.cluster.local", "rmq.cluster-1"
+    topics = [TopicConfig(name, 1, 1, 7), TopicConfig(cluster, 16, 16, 7),
+              TopicConfig("%RETRY%group+TopicTest", 1, 1, 6), TopicConfig("T" * 255, 4, 4, 6),
+              TopicConfig("Wide", 2048, 2048, 6), TopicConfig("Prio", 4, 4, 14),
+              TopicConfig("with space:and colon", 2, 2, 6)]
+    reg = replace(GOOD, cluster=cluster, name=name, topic_configs=topics)
+    result = await store.register_broker(reg)
+    assert result.dropped_topics == []
+    assert await store.all_topics() == sorted(t.topic_name for t in topics)
+    for tc in topics:
+        read = await store.pickup_route(tc.topic_name)
+        assert read is not None, tc.topic_name
+        q = read.route.queue_datas[0]
+        assert (q.broker_name, q.read_queue_nums, q.perm) == (name, tc.read_queue_nums, tc.perm)
+    assert await store.wipe_write_perm(name) == len(topics)
+    assert (await store.pickup_route("Prio")).route.queue_datas[0].perm == 12  # type: ignore[union-attr]
+    assert await orphans(store.redis, store.keys) == []
+
+
+@pytest.mark.parametrize("bad", [
+    TopicConfig(""), TopicConfig("a,b"), TopicConfig("T\x01"), TopicConfig("@config"),
+    TopicConfig("*"), TopicConfig("T" * 4097), TopicConfig("Big", 2**31, 8, 6),
+    TopicConfig("Neg", 8, 8, -(2**31) - 1),
+])
+async def test_an_unstorable_topic_is_dropped_alone(store: RouteStore, bad: TopicConfig) -> None:
+    topics = [TopicConfig("T1"), bad, TopicConfig("T2")]
+    result = await store.register_broker(replace(GOOD, topic_configs=topics))
+    assert [d.topic for d in result.dropped_topics] == [bad.topic_name]
+    assert await store.all_topics() == ["T1", "T2"]
+    assert await orphans(store.redis, store.keys) == []
+
+
+async def test_single_topic_guard_counts_the_table_as_sent(store: RouteStore) -> None:
+    """Two topics sent, one unstorable: not a single-topic registration (Java counts the
+    table it received)."""
+    result = await store.register_broker(replace(GOOD, topic_configs=[
+        TopicConfig("T1"), TopicConfig("a,b")]))
+    assert result.generation > 0 and await store.all_topics() == ["T1"]
+
+
+async def test_a_topic_listed_twice_keeps_its_last_entry(store: RouteStore) -> None:
+    await store.register_broker(replace(GOOD, topic_configs=[
+        TopicConfig("T1", 4, 4), TopicConfig("T2"), TopicConfig("T1", 2, 2)]))
+    read = await store.pickup_route("T1")
+    assert read is not None and read.route.queue_datas[0].read_queue_nums == 2
+
+
+async def test_kv_keys_java_stores(store: RouteStore) -> None:
+    """KVConfigManager stores an empty key and a long one."""
+    assert await store.kv_put("ns", "", "empty")
+    assert await store.kv_put("ns", "k" * 2000, "long")
+    assert await store.kv_get("ns", "") == "empty"
+    assert await store.kv_list("ns") == {"": "empty", "k" * 2000: "long"}
+    assert await store.kv_delete("ns", "")
     assert await orphans(store.redis, store.keys) == []

@@ -79,12 +79,14 @@ async def test_mass_expiry_is_held_and_logged(store: RouteStore,
     for i in range(6):
         await store.register_broker(_reg(i, timeout=50 if i < 4 else 60_000))
     await asyncio.sleep(0.2)
-    guarded = Sweeper(store, metrics, interval=1, guard_share=0.5)
+    guarded = Sweeper(store, metrics, interval=1, guard_share=0.5, guard_max_hold=60)
     assert await guarded.sweep_once() == 0
     assert metrics.sweep_held._value.get() == 1
-    assert len((await store.cluster_info()).broker_addr_table) == 6
-    unguarded = Sweeper(store, metrics, interval=1, guard_share=0)
-    assert await unguarded.sweep_once() == 4
+    assert await store.redis.zcard(store.keys.deadlines) == 6
+    await asyncio.sleep(0.2)
+    bounded = Sweeper(store, metrics, interval=1, guard_share=0.5, guard_max_hold=0.1)
+    assert await bounded.sweep_once() == 4  # held, but never past the bound
+    assert metrics.sweep_held._value.get() == 2
 
 
 async def test_sweeper_survives_redis_errors() -> None:

@@ -187,7 +187,8 @@ def test_5x_compressed_body_without_mapping_section_is_accepted() -> None:
 
 
 def test_deflated_body_labelled_uncompressed_is_inflated() -> None:
-    # 5.x brokers with compressedRegister=true always send compressed=false (§2.6).
+    # 5.x brokers with compressedRegister=true always send compressed=false
+    # (BrokerOuterAPI.registerBrokerAll calls RegisterBrokerBody.encode(compressedRegister)).
     body = sample_body()
     wire = encode_register_body(body, compressed=True, version=479)
     assert decode_register_body(wire, compressed=False, version=479) == decode_register_body(

@@ -1,4 +1,5 @@
-"""Wire conformance of nsfleet.remoting.codec against the reference's byte-level examples (§2.4)
+"""Wire conformance of nsfleet.remoting.codec against byte-level GET_ROUTEINFO_BY_TOPIC frames
+(a Java RemotingCommand request and the ClientRequestProcessor.getRouteInfoByTopic response)
 and the Java remoting tests (RemotingCommandTest, RocketMQSerializableTest)."""
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def route_request(serialize_type: SerializeType = SerializeType.JSON) -> Remotin
                            ext_fields={"topic": "TopicTest"}, serialize_type=serialize_type)
 
 
-# --- §2.4 worked example -------------------------------------------------------------------------
+# --- GET_ROUTEINFO_BY_TOPIC frames (ClientRequestProcessor.getRouteInfoByTopic) ------------------
 
 
 def test_json_request_frame_is_byte_exact() -> None:
@@ -233,7 +234,7 @@ def test_rocketmq_negative_ext_length_means_no_ext() -> None:
     assert decode_rocketmq_header(header).ext_fields is None
 
 
-# --- JSON header encoding and lenient decoding (§1.2, §2.2) -------------------------------------
+# --- JSON header encoding (RemotingSerializable) and lenient decoding ----------------------------
 
 
 def test_json_header_omits_nulls_and_keeps_empty_ext() -> None:

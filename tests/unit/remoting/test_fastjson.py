@@ -1,4 +1,5 @@
-"""fastjson-compatible JSON writers and the lenient reader (§2.4, §2.5)."""
+"""fastjson-compatible JSON writers and the lenient reader (Java RemotingSerializable, and the
+standard and legacy TopicRouteData JSON of ClientRequestProcessor.getRouteInfoByTopic)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""HAProxy PROXY protocol v1/v2 prefix detection (§2.1, §8 item 57)."""
+"""HAProxy PROXY protocol v1/v2 prefix detection, as Java's NettyRemotingServer does on the first
+bytes of a connection before NettyDecoder reads frames."""
 
 from __future__ import annotations
 

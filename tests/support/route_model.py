@@ -1,11 +1,15 @@
-"""A small pure-Python model of the Java NameServer tables (reference §3.1) with RouteInfoManager's
-semantics (§3.2 registerBroker, §3.4 unregister/cascade, §3.5 expiry, §3.6 route, §3.7 and §1.4
-topics and perms), plus nsfleet's documented differences:
+"""A small pure-Python model of the Java NameServer tables (RouteInfoManager's topicQueueTable,
+brokerAddrTable, clusterAddrTable, brokerLiveTable and filterServerTable) with RouteInfoManager's
+semantics (registerBroker, unRegisterBroker and its cascade, scanNotActiveBroker expiry,
+pickupTopicRouteData, deleteTopic / registerTopic and wipeWritePermOfBrokerByLock /
+addWritePermOfBrokerByLock as DefaultRequestProcessor calls them), plus nsfleet's documented
+differences:
 
 * a stateVersion-fenced registration removes the newcomer's address with the unregister cascade
   and writes nothing else; a rejected single-topic registration writes nothing (Java leaves the
   cluster entry and an empty BrokerData behind);
-* unregister is synchronous, and may be fenced by a registration generation;
+* unregister is synchronous; a closed connection removes a broker only when no other connection
+  it registered over is open;
 * the live row, its filter servers and deadline of (cluster, addr) are removed only by a removal
   naming the group that registered the address last;
 * a removed group leaves every cluster that lists it (Java: only the cluster the removal names);
@@ -67,6 +71,7 @@ class RouteModel:
         self.queues: dict[str, dict[str, QueueData]] = {}
         self.live: dict[tuple[str, str], Live] = {}
         self.filters: dict[tuple[str, str], list[str]] = {}
+        self.conns: dict[tuple[str, str], set[str]] = {}
         self.seq = 0
 
     # --- helpers -------------------------------------------------------------------------------
@@ -79,33 +84,34 @@ class RouteModel:
         if not self.queues[topic]:
             del self.queues[topic]
 
-    # --- registerBroker (§3.2) -------------------------------------------------------------------
+    # --- RouteInfoManager.registerBroker -------------------------------------------------------
 
-    def register(self, reg: BrokerRegistration, delete_absent: bool = False) -> RegisterResult:
+    def register(self, reg: BrokerRegistration, delete_absent: bool = False,
+                 connection: str | None = None) -> RegisterResult:
         group = self.groups.get(reg.name)
         old_addr = group.members.get(reg.broker_id) if group else None
-        # Step 6: stateVersion fencing.
+        # stateVersion fencing: an older stateVersion may not take over a live member's id.
         if old_addr is not None and old_addr != reg.addr:
             old = self.live.get((reg.cluster, old_addr))
             if old and old.data_version.state_version > reg.data_version.state_version:
                 self.remove_broker(reg.cluster, reg.addr, reg.name)
                 return RegisterResult(fenced=True)
-        # Step 7: single-topic guard.
+        # Single-topic guard: a lone topic from an unknown id is refused.
         if old_addr is None and len(reg.topic_configs) == 1:
             raise RegistrationRejected
-        # Steps 1-3.
+        # Add the name to its cluster, create the BrokerData, set enableActingMaster and zone.
         self.clusters.setdefault(reg.cluster, set()).add(reg.name)
         register_first = group is None
         if group is None:
             group = self.groups[reg.name] = Group(reg.cluster, False, "", {})
         group.acting = reg.enable_acting_master is True
         group.zone = reg.zone_name or ""
-        # Step 5: one address once per group; step 8.
+        # Slave/master switch: one address once per group; then put the id's address.
         for mid in [m for m, a in group.members.items() if a == reg.addr and m != reg.broker_id]:
             del group.members[mid]
         group.members[reg.broker_id] = reg.addr
         register_first = register_first or old_addr is None
-        # Steps 9-10.
+        # A master or prime slave writes the topics that are new or changed.
         is_master = reg.broker_id == MASTER_ID
         prime_slave = (not is_master and reg.enable_acting_master is not None
                        and reg.broker_id == min(group.members))
@@ -125,18 +131,20 @@ class RouteModel:
                 for topic in self.topics_of(reg.name):
                     if topic not in incoming:
                         self.drop_queue(topic, reg.name)
-        # Step 11: the live row; step 12: filter servers.
+        # The live row (BrokerLiveInfo), then the filter servers.
         self.seq += 1
         key = (reg.cluster, reg.addr)
         self.live[key] = Live(reg.name, reg.broker_id, replace(reg.data_version),
                               reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS,
                               self.seq, reg.ha_server_addr or "")
+        if connection is not None:
+            self.conns.setdefault(key, set()).add(connection)
         if reg.filter_server_list is not None:
             if reg.filter_server_list:
                 self.filters[key] = list(reg.filter_server_list)
             else:
                 self.filters.pop(key, None)
-        # Step 13.
+        # A slave learns the master's address and HA address.
         master_addr = ha = None
         if not is_master and MASTER_ID in group.members:
             master = self.live.get((reg.cluster, group.members[MASTER_ID]))
@@ -144,7 +152,7 @@ class RouteModel:
                 master_addr, ha = group.members[MASTER_ID], master.ha or None
         return RegisterResult(master_addr=master_addr, ha_server_addr=ha, generation=self.seq)
 
-    # --- unregister and the cascade (§3.4) -----------------------------------------------------
+    # --- unregister and the cascade (RouteInfoManager.unRegisterBroker) ------------------------
 
     def remove_broker(self, cluster: str, addr: str, name: str) -> int:
         key = (cluster, addr)
@@ -152,6 +160,7 @@ class RouteModel:
         if owner is None or owner.name == name:
             self.live.pop(key, None)
             self.filters.pop(key, None)
+            self.conns.pop(key, None)
         group = self.groups.get(name)
         if group is None:
             return 0
@@ -171,14 +180,20 @@ class RouteModel:
                 self.queues[topic][name].perm &= ~PERM_WRITE
         return 0
 
-    def unregister(self, cluster: str, addr: str, name: str, generation: int | None = None) -> int:
-        if generation is not None:
-            live = self.live.get((cluster, addr))
-            if live is None or live.generation != generation:
+    def unregister(self, cluster: str, addr: str, name: str,
+                   closed_connection: str | None = None) -> int:
+        """With ``closed_connection``: the broker forgets it, and goes only when no other
+        connection it registered over is open (every worker is alive here); -1 when kept."""
+        if closed_connection is not None:
+            conns = self.conns.get((cluster, addr), set())
+            if closed_connection not in conns:
+                return -1
+            conns.discard(closed_connection)
+            if conns:
                 return -1
         return self.remove_broker(cluster, addr, name)
 
-    # --- liveness (§3.5) -----------------------------------------------------------------------
+    # --- liveness (RouteInfoManager.scanNotActiveBroker, onChannelDestroy) ---------------------
 
     def heartbeat(self, cluster: str, addr: str) -> bool:
         return (cluster, addr) in self.live
@@ -204,7 +219,7 @@ class RouteModel:
             removed.append((cluster, addr, name))
         return SweepResult(False, len(due), live, removed)
 
-    # --- topics and perms (§3.7, §1.4) ------------------------------------------------------------
+    # --- topics and perms (RouteInfoManager.deleteTopic, registerTopic, write perms) -----------
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> int:
         names = list(self.queues.get(topic, {}))

@@ -7,6 +7,8 @@ the first three forms; workers publish the last two. Every message is ``"<rev> <
   ``"<rev> *"``                any route may have changed (a group removed, filter servers)
   ``"<rev> "``                 the cluster tables changed and no route did
   ``"0 @config"``              the fleet-wide NamesrvConfig (``P:config``) changed
+  ``"0 @expired:<c>\t<a>\n…"``  the sweep expired these brokers (cluster, address): every
+                               worker closes their connections (``lua/sweep.lua`` writes it)
   ``"0 @sync:<token>"``        one worker's read-your-writes marker (see RouteCache.sync)
 
 A topic name never starts with ``@`` or contains ``,`` or ``*`` (TopicValidator), so the forms
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from nsfleet.redis_errors import translating_redis_errors
+from nsfleet.store.redis_errors import translating_redis_errors
 
 CONFIG = "@config"
 SYNC = "@sync:"
+EXPIRED = "@expired:"
 ALL = "*"
 
 
@@ -38,6 +41,7 @@ class Change:
     all_routes: bool = False
     config: bool = False
     sync_token: str | None = None
+    expired: tuple[tuple[str, str], ...] = ()
 
 
 def parse(message: str) -> Change:
@@ -47,6 +51,9 @@ def parse(message: str) -> Change:
         return Change(number, sync_token=what[len(SYNC):])
     if what == CONFIG:
         return Change(number, config=True)
+    if what.startswith(EXPIRED):
+        brokers = (entry.partition("\t") for entry in what[len(EXPIRED):].split("\n"))
+        return Change(number, expired=tuple((c, a) for c, _, a in brokers if a))
     if what == ALL:
         return Change(number, all_routes=True)
     return Change(number, topics=tuple(filter(None, what.split(","))))

@@ -6,6 +6,7 @@ before any script runs, so a rejected call writes nothing.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -15,8 +16,6 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 
-from nsfleet import scripts
-from nsfleet.change_feed import ChangeFeed
 from nsfleet.domain import validation
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import (
@@ -30,8 +29,10 @@ from nsfleet.domain.model import (
     RegisterResult,
     TopicRouteData,
 )
-from nsfleet.keys import ORDER_TOPIC_CONFIG, Keys
-from nsfleet.redis_errors import translating_redis_errors
+from nsfleet.store import scripts
+from nsfleet.store.change_feed import ChangeFeed
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
+from nsfleet.store.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
 
@@ -44,7 +45,7 @@ class ScriptReplyError(RuntimeError):
 # answer, these words otherwise (see each script's header for what follows the status).
 SCRIPT_STATUSES: dict[str, frozenset[str]] = {
     "register_broker": frozenset({"ok", "fenced", "rejected"}),
-    "unregister_broker": frozenset({"ok", "fenced"}),
+    "unregister_broker": frozenset({"ok", "kept"}),
     "heartbeat": frozenset({"ok", "unknown"}),
     "sweep": frozenset({"ok", "held"}),
     "route": frozenset({"ok", "none"}),
@@ -137,43 +138,61 @@ class RouteStore:
     # --- brokers -------------------------------------------------------------------------------
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
-                              return_order_conf: bool = True) -> RegisterResult:
+                              return_order_conf: bool = True,
+                              connection: str | None = None) -> RegisterResult:
+        """Register (RouteInfoManager.registerBroker). ``connection`` names the remoting
+        connection it came over ("<worker>:<n>"), which then keeps the broker registered until
+        it closes (``connection_closed``)."""
         reg.validated()
         dv = reg.data_version
         timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
         acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
         filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
+        # Java files a mapping under its own bname; only storable topic names are kept.
+        mappings = [(topic, str(info.get("bname") or reg.name),
+                     json.dumps(info, separators=(",", ":"), sort_keys=True))
+                    for topic, info in sorted(reg.topic_queue_mappings.items())
+                    if validation.routable(topic)]
         args: list[Any] = [
             reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
             reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp, dv.state_version,
             -1 if filters is None else len(filters), len(reg.topic_configs),
-            _flag(delete_absent_topics), _flag(return_order_conf), *(filters or ()),
+            _flag(delete_absent_topics), _flag(return_order_conf), reg.topics_sent,
+            connection or "", len(mappings), *(filters or ()),
         ]
         for tc in reg.topic_configs:
             args += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
                      tc.topic_sys_flag]
+        for topic, bname, info in mappings:
+            args += [topic, bname, info]
         status, rest = await self._call("register_broker", args, [
             self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
-            return RegisterResult(fenced=True)
+            return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
         master, ha, generation, kv_flag, *kv = rest
         return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
                               kv_table=_pairs(kv) if kv_flag == "1" else None,
-                              generation=int(generation))
+                              generation=int(generation), dropped_topics=reg.dropped_topics)
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
-                                generation: int | None = None) -> int:
-        """Remove a broker with the full cascade; -1 fenced, 0 group kept, 1 group removed."""
+                                closed_connection: str | None = None) -> int:
+        """Remove a broker with the full cascade: 0 group kept, 1 group removed. With
+        ``closed_connection``, only when no other connection it registered over is open:
+        -1 when it was kept."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
-        fence = "" if generation is None else str(generation)
-        status, rest = await self._call("unregister_broker", [cluster, addr, name, fence])
-        if status == "fenced":
+        status, rest = await self._call("unregister_broker",
+                                        [cluster, addr, name, closed_connection or ""])
+        if status == "kept":
             return -1
         return 1 if rest[0] == "1" else 0
+
+    async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
+        """This worker is alive for ``ttl_ms`` more: its connections count as open."""
+        await self.redis.set(self.keys.worker(worker), "1", px=ttl_ms)
 
     async def heartbeat(self, cluster: str, addr: str) -> bool:
         """Refresh a live broker's deadline; False when the broker is not live."""
@@ -193,11 +212,13 @@ class RouteStore:
         return changed == "1", stored
 
     async def sweep(self, *, now_ms: int | None = None, batch: int = 100,
-                    guard_share: float = 0.5) -> SweepResult:
+                    guard_share: float = 0.0, guard_max_hold_ms: int = 120_000) -> SweepResult:
         """Expire up to ``batch`` brokers past their deadline as of ``now_ms`` (default: the
-        Redis clock)."""
+        Redis clock). With ``guard_share`` > 0, a sweep that would expire more than that share
+        of the live brokers holds them, but never longer than ``guard_max_hold_ms`` past their
+        deadline."""
         status, (due, live, *flat) = await self._call(
-            "sweep", ["" if now_ms is None else now_ms, batch, guard_share])
+            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms])
         removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
         return SweepResult(status == "held", int(due), int(live), removed)
 
@@ -225,19 +246,22 @@ class RouteStore:
 
     async def pickup_route(self, topic: str, *, order_conf: bool = False) -> RouteRead | None:
         """The topic's TopicRouteData, or None when no queue data or no live group remains."""
-        validation.topic(topic)
+        validation.route_topic(topic)
         status, rest = await self._call("route", [topic, _flag(order_conf)],
                                         [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status == "none":
             return None
-        rev, order_topic_conf, ttl, *groups = rest
-        route = TopicRouteData(order_topic_conf=order_topic_conf or None)
+        rev, order_topic_conf, ttl, mappings, *groups = rest
+        route = TopicRouteData(order_topic_conf=order_topic_conf or None,
+                               topic_queue_mapping_by_broker={
+                                   bname: json.loads(info)
+                                   for bname, info in _pairs(mappings).items()} or None)
         for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in groups:
             route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))
             route.broker_datas.append(BrokerData(cluster, name, _members(addrs), acting == "true",
                                                  zone or None))
             for addr, fs in _pairs(filters).items():
-                route.filter_server_table[addr] = fs.split(",")
+                route.filter_server_table[addr] = fs.split("\n")
         return RouteRead(route, int(rev), int(ttl))
 
     async def rev(self) -> int:
@@ -291,7 +315,7 @@ class RouteStore:
         return await self._topic_list("unit-sub-ununit")
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> int:
-        validation.topic(topic)
+        validation.route_topic(topic)
         if cluster:
             validation.name(cluster, "clusterName")
         _, (removed,) = await self._call("delete_topic", [topic, cluster or ""])
@@ -302,15 +326,17 @@ class RouteStore:
 
     async def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV: only known broker groups; returns rows written."""
-        validation.topic(topic)
+        validation.route_topic(topic)
         args: list[Any] = [topic]
         for i, q in enumerate(queue_datas):
             f = f"queueDatas[{i}]"
             validation.name(q.broker_name, f"{f}.brokerName")
-            args += [q.broker_name, validation.queue_nums(q.read_queue_nums, f"{f}.readQueueNums"),
-                     validation.queue_nums(q.write_queue_nums, f"{f}.writeQueueNums"),
-                     validation.perm(q.perm, f"{f}.perm"),
-                     validation.integer(q.topic_sys_flag, f"{f}.topicSysFlag", 0)]
+            args.append(q.broker_name)
+            for value, what in ((q.read_queue_nums, "readQueueNums"),
+                                (q.write_queue_nums, "writeQueueNums"), (q.perm, "perm"),
+                                (q.topic_sys_flag, "topicSysFlag")):
+                args.append(validation.integer(value, f"{f}.{what}", validation.JAVA_INT_MIN,
+                                               validation.JAVA_INT_MAX))
         _, (written,) = await self._call("register_topic", args)
         return int(written)
 

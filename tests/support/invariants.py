@@ -1,4 +1,4 @@
-"""Structural invariants of the Redis key schema (nsfleet/keys.py), checked by scanning every key.
+"""Structural invariants of the Redis key schema (nsfleet/store/keys.py), checked by scanning every key.
 
 ``orphans(redis, keys)`` returns a list of problems (empty when the schema is consistent): an index
 entry without the row it points at, a row missing from its indexes, an empty container left behind,
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from nsfleet.keys import Keys, escape, live_member
+from nsfleet.store.keys import Keys, escape, live_member
 
 
 async def dump(redis: Any, keys: Keys) -> dict[str, Any]:
@@ -50,11 +50,14 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         if kind == "idx":
             sub, _, rest = rest.partition(":")
             kind = "idx:" + sub
-        if kind in ("broker", "queue", "idx:reg", "idx:filters", "kv"):
-            a, _, b = rest.partition(":")
+        if kind == "queue":  # a topic may hold ':', a brokerName never does
+            a, _, b = rest.rpartition(":")
+            rows[kind][(a, b)] = value
+        elif kind in ("broker", "idx:reg", "idx:filters", "idx:conns", "kv"):
+            a, _, b = rest.partition(":")  # a cluster name never holds ':'
             rows[kind][(a, b)] = value
         elif kind in ("group", "idx:members", "idx:cluster", "idx:topic", "idx:broker-topics",
-                      "idx:kv"):
+                      "idx:kv", "idx:member-clusters", "idx:mappings", "idx:worker"):
             rows[kind][rest] = value
         elif kind == "rev" and rest.startswith("topic:"):
             rows["rev:topic"][rest[len("topic:"):]] = value
@@ -121,7 +124,15 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
     for c, a in regs:
         if live_member(c, a) not in deadlines:
             problems.append(f"registration record {c}/{a} without deadline")
-    for kind in ("broker", "idx:filters"):
+    for n, addrs in rows["idx:member-clusters"].items():
+        for a in addrs:
+            if a not in members.get(n, {}).values():
+                problems.append(f"idx:member-clusters:{n} lists {a}, not a member")
+    for t, bnames in rows["idx:mappings"].items():
+        for n in bnames:
+            if (t, n) not in queues:
+                problems.append(f"idx:mappings:{t} maps {n} without its queue row")
+    for kind in ("broker", "idx:filters", "idx:conns"):
         for c, a in rows[kind]:
             if (c, a) not in regs:
                 problems.append(f"{kind} {c}/{a} without registration record")

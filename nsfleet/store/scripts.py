@@ -25,10 +25,11 @@ class IncludeError(Exception):
 
 
 def lua_dir() -> Path:
-    packaged = Path(__file__).parent / "lua"
+    package = Path(__file__).resolve().parent.parent  # nsfleet/
+    packaged = package / "lua"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "lua"
+    return package.parent / "lua"
 
 
 @cache

@@ -1,12 +1,15 @@
-"""A small RocketMQ remoting client for tests, written from the reference (§2, §6.2), not from
-nsfleet's own codec, so wire tests do not check nsfleet against itself.
+"""A small RocketMQ remoting client for tests, written from the Java remoting protocol
+(RemotingCommand, NettyEncoder / NettyDecoder) and the requests of BrokerController and
+BrokerOuterAPI, not from nsfleet's own codec, so wire tests do not check nsfleet against itself.
 
-* frames: ``int32 length | int32 (type << 24 | headerLen) | header | body`` (§2.1);
+* frames: ``int32 length | int32 (type << 24 | headerLen) | header | body`` (NettyEncoder and
+  NettyDecoder);
 * JSON headers the way a Java client's fastjson writes them (sorted keys, nulls omitted,
-  ``serializeTypeCurrentRPC`` included, §2.2) and ROCKETMQ binary headers (§2.3);
-* the bodies Java brokers send to REGISTER_BROKER (§2.6): a 4.9 broker's RegisterBrokerBody JSON,
-  a 5.x broker's (stateVersion, attributes, mapping fields), the deflate form, and the bare
-  TopicConfigSerializeWrapper of pre-V3_0_11 brokers;
+  ``serializeTypeCurrentRPC`` included, as RemotingSerializable does) and ROCKETMQ binary headers
+  (RocketMQSerializable);
+* the bodies Java brokers send to REGISTER_BROKER (RegisterBrokerBody.encode): a 4.9 broker's
+  RegisterBrokerBody JSON, a 5.x broker's (stateVersion, attributes, mapping fields), the
+  deflate form, and the bare TopicConfigSerializeWrapper of pre-V3_0_11 brokers;
 * a reader for fastjson's legacy JSON (bare numeric map keys).
 
 It also starts an in-process nsfleet worker (:func:`running_worker`) on loopback ports.
@@ -32,14 +35,14 @@ ONEWAY_FLAG = 2
 LANGUAGES = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP",
              "GO", "PHP", "OMS", "RUST", "NODE_JS"]
 
-# MQVersion ordinals (§2.2).
+# MQVersion.Version ordinals.
 V3_0_11 = 37
 V4_9_4 = 401
 V4_9_8 = 405
 V5_0_0 = 413
 V5_3_3 = 479
 
-# Response codes (§1.3).
+# Response codes (ResponseCode).
 SUCCESS, SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED = 0, 1, 3
 NO_PERMISSION, TOPIC_NOT_EXIST, QUERY_NOT_FOUND = 16, 17, 22
 
@@ -203,7 +206,7 @@ def dumps_fastjson(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode()
 
 
-# --- broker bodies (§2.6) ------------------------------------------------------------------------
+# --- broker bodies (RegisterBrokerBody) ----------------------------------------------------------
 
 
 @dataclass

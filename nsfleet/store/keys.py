@@ -25,6 +25,13 @@ Indexes (never under a row-table prefix)::
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
                                         TTL, so the sweep can cascade and fence after expiry
   P:idx:filters:<cluster>:<addr> list   filter server addresses
+  P:idx:member-clusters:<name>   hash   brokerAddr -> the cluster it registered under (a group's
+                                        members may register under different cluster names)
+  P:idx:conns:<cluster>:<addr>   set    "<worker>:<n>": the remoting connections over which the
+                                        broker registered (removed when the last one closes)
+  P:idx:worker:<worker>          string a worker's presence (PX), so a dead worker's
+                                        connections count as closed
+  P:idx:mappings:<topic>         hash   brokerName -> TopicQueueMappingInfo JSON (static topics)
   P:idx:kvns                     set    KV namespaces (an emptied one still exists, as in Java)
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
   P:seq                          string registration generation counter (fencing)
@@ -109,6 +116,18 @@ class Keys:
 
     def filters(self, cluster: str, addr: str) -> str:
         return f"{self.prefix}:idx:filters:{cluster}:{addr}"
+
+    def member_clusters(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:member-clusters:{broker_name}"
+
+    def conns(self, cluster: str, addr: str) -> str:
+        return f"{self.prefix}:idx:conns:{cluster}:{addr}"
+
+    def worker(self, worker: str) -> str:
+        return f"{self.prefix}:idx:worker:{worker}"
+
+    def mappings(self, topic: str) -> str:
+        return f"{self.prefix}:idx:mappings:{topic}"
 
     @property
     def kv_namespaces(self) -> str:

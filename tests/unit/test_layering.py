@@ -1,0 +1,87 @@
+"""The layers stay where docs/architecture.md puts them: this test fails when a module imports
+past its layer.
+
+  front ends (nsfleet/http, nsfleet/remoting)  ->  service (nsfleet/service)  ->  store
+  (nsfleet/store)  ->  Redis; every layer may use the domain (nsfleet/domain), which uses nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "nsfleet"
+REDIS = ("redis", "fakeredis", "nsfleet.redis_conn", "nsfleet.redis_server", "nsfleet.embedded")
+# Layer -> module prefixes it must not import.
+FORBIDDEN = {
+    "http": ("nsfleet.store", *REDIS),
+    "remoting": ("nsfleet.store", *REDIS),
+    "service": ("nsfleet.store.keys", "nsfleet.store.scripts", "nsfleet.http", "nsfleet.remoting",
+                *REDIS),
+    "domain": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting",
+               "nsfleet.config", "nsfleet.metrics", "aiohttp", *REDIS),
+    "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting"),
+}
+
+
+def imports(path: Path, root: Path) -> set[str]:
+    """Every module ``path`` (a file under the package ``root``) imports, relative imports
+    resolved."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(root.parent).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def violations(layer: str, root: Path = PACKAGE) -> list[str]:
+    bad = []
+    for path in sorted((root / layer).rglob("*.py")):
+        for module in sorted(imports(path, root)):
+            if any(module == p or module.startswith(p + ".") for p in FORBIDDEN[layer]):
+                bad.append(f"{path.relative_to(root.parent)} imports {module}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_nothing_past_it(layer: str) -> None:
+    assert (PACKAGE / layer).is_dir()
+    assert violations(layer) == []
+
+
+def test_front_ends_reach_no_store_attribute() -> None:
+    """Front ends hold the NameServer only: no ``.store``, ``.redis`` or ``.keys`` attribute
+    access, whatever they imported."""
+    bad = []
+    for layer in ("http", "remoting"):
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in ("store", "_store", "redis",
+                                                                     "keys", "cache", "_cache"):
+                    bad.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert bad == []
+
+
+def test_the_contract_catches_a_violation(tmp_path: Path) -> None:
+    """The checker itself: a front-end module importing the store is reported."""
+    (tmp_path / "nsfleet" / "http").mkdir(parents=True)
+    probe = tmp_path / "nsfleet" / "http" / "probe.py"
+    probe.write_text("from nsfleet.store import RouteStore\nfrom ..store import keys\n"
+                     "import redis.asyncio\nfrom nsfleet.domain import model\n")
+    assert violations("http", tmp_path / "nsfleet") == [
+        "nsfleet/http/probe.py imports nsfleet.store",
+        "nsfleet/http/probe.py imports nsfleet.store.RouteStore",
+        "nsfleet/http/probe.py imports nsfleet.store.keys",
+        "nsfleet/http/probe.py imports redis.asyncio",
+    ]
