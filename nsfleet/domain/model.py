@@ -228,6 +228,19 @@ class LiveBroker:
                 "zoneName": self.zone_name}
 
 
+def topic_queue_mapping_info(raw: dict[str, Any], bname: str) -> dict[str, Any]:
+    """A TopicQueueMappingInfo as Java holds it once fastjson filled the object: every field,
+    with the class's defaults for those the broker left out (``currIdMap`` keyed by int)."""
+    ids = raw.get("currIdMap") or {}
+    return {"bname": str(raw.get("bname") or bname),
+            "currIdMap": {int(k): v for k, v in ids.items()} if isinstance(ids, dict) else {},
+            "dirty": to_bool(raw.get("dirty"), "dirty"),
+            "epoch": to_int(raw.get("epoch"), "epoch"),
+            "scope": str(raw.get("scope") or "__global__"),
+            "topic": raw.get("topic"),
+            "totalQueues": to_int(raw.get("totalQueues"), "totalQueues")}
+
+
 @dataclass(frozen=True, slots=True)
 class DroppedTopic:
     """A topic of a registration that could not be stored, and why."""

@@ -1,8 +1,9 @@
 """The NameServer's run-time configuration (NamesrvConfig), shared by the whole fleet.
 
 UPDATE_NAMESRV_CONFIG (318) writes to the P:config hash and announces it on the change feed, so an
-update sent to any worker applies to every worker; GET_NAMESRV_CONFIG (319) lists it. Only known
-keys are applied and the keys that closed CVE-2023-37582 are refused.
+update sent to any worker applies to every worker; GET_NAMESRV_CONFIG (319) lists it, as Java's
+Configuration lists NamesrvConfig and NettyServerConfig together. Only known keys are applied, each
+parsed as Java parses its field, and the keys that closed CVE-2023-37582 are refused.
 """
 
 from __future__ import annotations
@@ -14,32 +15,68 @@ from nsfleet.domain.java import parse_boolean, parse_integer
 from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.store import RouteStore
 
-# NamesrvConfig keys with their Java defaults. Keys marked "no effect" in docs/config.md are
-# accepted and listed for compatibility only.
-DEFAULTS: dict[str, str] = {
-    "clientRequestThreadPoolNums": "8",
-    "clientRequestThreadPoolQueueCapacity": "50000",
-    "clusterTest": "false",
-    "configBlackList": "configBlackList;configStorePath;kvConfigPath",
-    "configStorePath": "",
-    "defaultThreadPoolNums": "16",
-    "defaultThreadPoolQueueCapacity": "10000",
-    "deleteTopicWithBrokerRegistration": "false",
-    "enableAllTopicList": "true",
-    "enableControllerInNamesrv": "false",
-    "enableTopicList": "true",
-    "kvConfigPath": "",
-    "needWaitForService": "false",
-    "notifyMinBrokerIdChanged": "false",
-    "orderMessageEnable": "false",
-    "productEnvName": "center",
-    "returnOrderTopicConfigToBroker": "true",
-    "rocketmqHome": os.environ.get("ROCKETMQ_HOME", ""),
-    "scanNotActiveBrokerInterval": "5000",
-    "supportActingMaster": "false",
-    "unRegisterBrokerQueueCapacity": "3000",
-    "waitSecondsForService": "45",
+# The keys of Java's NamesrvConfig and NettyServerConfig (the two objects its Configuration
+# holds) with their defaults and the Java type properties2Object parses them as. Keys marked "no
+# effect" in docs/config.md are accepted and listed for compatibility only.
+_INT, _LONG, _BOOL, _STR = "int", "long", "boolean", "String"
+TYPED_DEFAULTS: dict[str, tuple[str, str]] = {
+    # NamesrvConfig
+    "clientRequestThreadPoolNums": (_INT, "8"),
+    "clientRequestThreadPoolQueueCapacity": (_INT, "50000"),
+    "clusterTest": (_BOOL, "false"),
+    "configBlackList": (_STR, "configBlackList;configStorePath;kvConfigPath"),
+    "configStorePath": (_STR, ""),
+    "defaultThreadPoolNums": (_INT, "16"),
+    "defaultThreadPoolQueueCapacity": (_INT, "10000"),
+    "deleteTopicWithBrokerRegistration": (_BOOL, "false"),
+    "enableAllTopicList": (_BOOL, "true"),
+    "enableControllerInNamesrv": (_BOOL, "false"),
+    "enableTopicList": (_BOOL, "true"),
+    "kvConfigPath": (_STR, ""),
+    "needWaitForService": (_BOOL, "false"),
+    "notifyMinBrokerIdChanged": (_BOOL, "false"),
+    "orderMessageEnable": (_BOOL, "false"),
+    "productEnvName": (_STR, "center"),
+    "returnOrderTopicConfigToBroker": (_BOOL, "true"),
+    "rocketmqHome": (_STR, os.environ.get("ROCKETMQ_HOME", "")),
+    "scanNotActiveBrokerInterval": (_LONG, "5000"),
+    "supportActingMaster": (_BOOL, "false"),
+    "unRegisterBrokerQueueCapacity": (_INT, "3000"),
+    "waitSecondsForService": (_INT, "45"),
+    # NettyServerConfig (listenPort and bindAddress are each worker's own, see ``static``)
+    "serverWorkerThreads": (_INT, "8"),
+    "serverCallbackExecutorThreads": (_INT, "0"),
+    "serverSelectorThreads": (_INT, "3"),
+    "serverOnewaySemaphoreValue": (_INT, "256"),
+    "serverAsyncSemaphoreValue": (_INT, "64"),
+    "serverChannelMaxIdleTimeSeconds": (_INT, "120"),
+    "serverSocketSndBufSize": (_INT, "0"),
+    "serverSocketRcvBufSize": (_INT, "0"),
+    "writeBufferHighWaterMark": (_INT, "0"),
+    "writeBufferLowWaterMark": (_INT, "0"),
+    "serverSocketBacklog": (_INT, "1024"),
+    "serverNettyWorkerGroupEnable": (_BOOL, "true"),
+    "serverPooledByteBufAllocatorEnable": (_BOOL, "true"),
+    "enableShutdownGracefully": (_BOOL, "false"),
+    "shutdownWaitTimeSeconds": (_INT, "30"),
+    "useEpollNativeSelector": (_BOOL, "false"),
 }
+DEFAULTS: dict[str, str] = {key: default for key, (_, default) in TYPED_DEFAULTS.items()}
+_BOUNDS = {_INT: (-(1 << 31), (1 << 31) - 1), _LONG: (-(1 << 63), (1 << 63) - 1)}
+
+
+def java_value(key: str, raw: str) -> str | None:
+    """``raw`` as MixAll.properties2Object sets the field: Integer.parseInt / Long.parseLong (a
+    failure leaves the field as it was: None), Boolean.parseBoolean, or the text itself."""
+    kind = TYPED_DEFAULTS[key][0]
+    if kind in _BOUNDS:
+        value = parse_integer(raw, *_BOUNDS[kind])
+        return None if value is None else str(value)
+    if kind == _BOOL:
+        return "true" if parse_boolean(raw) else "false"
+    return raw
+
+
 ALWAYS_BLACKLISTED = frozenset({"configBlackList", "configStorePath", "kvConfigPath",
                                 "rocketmqHome"})
 
@@ -52,7 +89,8 @@ class NamesrvConfig:
 
     async def refresh(self) -> None:
         stored = await self.store.read_config()
-        self.values = DEFAULTS | {k: v for k, v in stored.items() if k in DEFAULTS}
+        self.values = DEFAULTS | {k: v for k, v in stored.items()
+                                  if k in DEFAULTS and java_value(k, v) == v}
 
     def flag(self, key: str) -> bool:
         return parse_boolean(self.values.get(key))
@@ -66,11 +104,16 @@ class NamesrvConfig:
         return listed | ALWAYS_BLACKLISTED
 
     async def update(self, props: dict[str, str]) -> dict[str, str]:
-        """Apply the known keys of ``props`` fleet-wide; returns what was applied."""
+        """Apply the known keys of ``props`` fleet-wide, each parsed as Java parses its field
+        (a value Java cannot parse is ignored); returns what was applied."""
         refused = sorted(set(props) & self.blacklist())
         if refused:
             raise ConfigBlacklisted(", ".join(refused))
-        applied = {k: v for k, v in props.items() if k in DEFAULTS}
+        applied = {}
+        for key, raw in props.items():
+            value = java_value(key, raw) if key in DEFAULTS else None
+            if value is not None:
+                applied[key] = value
         if applied:
             await self.store.write_config(applied)
             await self.refresh()

@@ -37,7 +37,8 @@ Indexes (never under a row-table prefix)::
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
   P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
-                                        plus "0 @config" and "0 @sync:<worker>:<n>" markers
+                                        plus "0 @config", "0 @expired:..." and
+                                        "0 @sync:<worker>:<n>" (format: change_feed.py)
   P:config                       hash   NameServer settings changed at run time (code 318)
 """
 

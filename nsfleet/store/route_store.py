@@ -28,6 +28,7 @@ from nsfleet.domain.model import (
     QueueData,
     RegisterResult,
     TopicRouteData,
+    topic_queue_mapping_info,
 )
 from nsfleet.store import scripts
 from nsfleet.store.change_feed import ChangeFeed
@@ -149,10 +150,12 @@ class RouteStore:
         acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
         filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
         # Java files a mapping under its own bname; only storable topic names are kept.
-        mappings = [(topic, str(info.get("bname") or reg.name),
-                     json.dumps(info, separators=(",", ":"), sort_keys=True))
-                    for topic, info in sorted(reg.topic_queue_mappings.items())
-                    if validation.routable(topic)]
+        mappings = []
+        for topic, raw in sorted(reg.topic_queue_mappings.items()):
+            if validation.routable(topic):
+                info = topic_queue_mapping_info(raw, reg.name or "")
+                mappings.append((topic, info["bname"],
+                                 json.dumps(info, separators=(",", ":"), sort_keys=True)))
         args: list[Any] = [
             reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
             reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp, dv.state_version,
@@ -254,7 +257,7 @@ class RouteStore:
         rev, order_topic_conf, ttl, mappings, *groups = rest
         route = TopicRouteData(order_topic_conf=order_topic_conf or None,
                                topic_queue_mapping_by_broker={
-                                   bname: json.loads(info)
+                                   bname: topic_queue_mapping_info(json.loads(info), bname)
                                    for bname, info in _pairs(mappings).items()} or None)
         for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in groups:
             route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))

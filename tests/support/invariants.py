@@ -1,4 +1,5 @@
-"""Structural invariants of the Redis key schema (nsfleet/store/keys.py), checked by scanning every key.
+"""Structural invariants of the Redis key schema (nsfleet/store/keys.py), checked by scanning
+every key.
 
 ``orphans(redis, keys)`` returns a list of problems (empty when the schema is consistent): an index
 entry without the row it points at, a row missing from its indexes, an empty container left behind,

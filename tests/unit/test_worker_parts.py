@@ -154,7 +154,7 @@ async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> No
     await one.refresh()
     assert not one.flag("orderMessageEnable")
     assert await one.update({"orderMessageEnable": "TRUE", "unknownKey": "x"}) == {
-        "orderMessageEnable": "TRUE"}
+        "orderMessageEnable": "true"}
     await two.refresh()
     assert two.flag("orderMessageEnable")
     for key in ("configStorePath", "kvConfigPath", "configBlackList", "rocketmqHome"):
@@ -168,6 +168,22 @@ async def test_namesrv_config_is_fleet_wide_and_guarded(store: RouteStore) -> No
     text = two.properties_text()
     lines = text.splitlines()
     assert lines == sorted(lines) and "listenPort=9876" in lines
+
+
+async def test_namesrv_config_parses_values_as_java(store: RouteStore) -> None:
+    """MixAll.properties2Object: Integer.parseInt failing leaves the field as it was,
+    Boolean.parseBoolean reads anything but "true" as false; Configuration lists the
+    NettyServerConfig keys too."""
+    config = NamesrvConfig(store, static={"listenPort": "9876", "bindAddress": "0.0.0.0"})
+    await config.refresh()
+    applied = await config.update({"waitSecondsForService": "abc", "clusterTest": "yes",
+                                   "serverWorkerThreads": "16", "scanNotActiveBrokerInterval":
+                                   " 7"})
+    assert applied == {"clusterTest": "false", "serverWorkerThreads": "16"}
+    props = dict(line.split("=", 1) for line in config.properties_text().splitlines())
+    assert (props["waitSecondsForService"], props["clusterTest"]) == ("45", "false")
+    assert len(props) == 40 and props["useEpollNativeSelector"] == "false"
+    assert props["serverWorkerThreads"] == "16" and props["serverSocketBacklog"] == "1024"
 
 
 async def test_a_worker_reads_its_own_writes_at_once(store: RouteStore) -> None:
