@@ -3,8 +3,10 @@
 * ``get_route`` answers from the cache while the entry is younger than ``poll_interval``
   (Java's ``pollNameServerInterval``, 30 s); an older entry is revalidated with
   ``If-None-Match`` (the worker answers 304 when the topic's change counter is unchanged).
-* ``start()`` also runs Java's scheduled refresh: every ``poll_interval`` every cached topic is
-  revalidated, so callers rarely wait for the network.
+* ``start()`` keeps the cache fresh: with a fleet that offers ``POST /v1/routes/watch`` it
+  long-polls every cached topic at once and applies each change as it comes (``watch`` is the
+  same as an async iterator); otherwise it runs Java's scheduled refresh, every
+  ``poll_interval`` revalidating every cached topic.
 * a worker that fails (connection error, timeout, 5xx) is left for the next one in the list.
   When none answers, a cached route is still served, as a Java client keeps its last route.
 * unknown topic: :class:`TopicNotFound`; with ``use_default_topic=True`` (the producer's path)
@@ -18,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -44,6 +46,10 @@ ABSENT_ETAG = '"0"'  # the worker's ETag for a topic without a route
 
 class TopicNotFound(LookupError):
     """The fleet has no route for the topic (TOPIC_NOT_EXIST)."""
+
+
+class WatchUnsupported(Exception):
+    """The fleet has no multi-topic watch (an older nsfleet): poll instead."""
 
 
 @dataclass(slots=True)
@@ -75,6 +81,7 @@ class RouteClient:
         self.http = FleetHttp(servers, timeout=request_timeout, session=session, shuffle=shuffle)
         self._cache: dict[str, CachedRoute] = {}
         self._task: asyncio.Task[None] | None = None
+        self._watch_supported: bool | None = None  # unknown until the first attempt
         self.stats = RouteStats()
 
     @property
@@ -111,8 +118,60 @@ class RouteClient:
 
     async def _poll(self) -> None:
         while True:
+            if self._watch_supported is not False and self._cache:
+                try:
+                    await self._watch_once(list(self._cache), self.poll_interval)
+                    continue
+                except WatchUnsupported:
+                    self._watch_supported = False
+                except FleetUnavailable as exc:
+                    log.warning("route watch failed: %s", exc)
             await asyncio.sleep(self.poll_interval)
             await self.refresh_all()
+
+    async def watch(self, topics: Sequence[str], *, wait: float = POLL_INTERVAL
+                    ) -> AsyncIterator[tuple[str, TopicRouteData | None]]:
+        """Every change of ``topics``' routes as (topic, route, or None once it has none), from
+        one long-poll for all of them at a time; the cache follows. Raises WatchUnsupported
+        when the fleet has no watch, FleetUnavailable when no worker answers."""
+        while True:
+            for change in await self._watch_once(topics, wait):
+                yield change
+
+    async def _watch_once(self, topics: Sequence[str],
+                          wait: float) -> list[tuple[str, TopicRouteData | None]]:
+        """One long-poll: the changes it reported, applied to the cache."""
+        held = {}
+        for topic in topics:
+            entry = self._cache.get(topic)
+            held[topic] = (ABSENT_ETAG.strip('"') if entry is None or entry.from_default_topic
+                           else (entry.etag or "").strip('W/"') or None)
+        try:
+            reply = await self.http.request(
+                "POST", path("v1", "routes", "watch"), json_body={"topics": held},
+                params={"wait": f"{wait:g}"}, accept=(200, 304),
+                attempt_timeout=wait + self.http.timeout)
+        except ApiError as exc:
+            if exc.status in (404, 405):
+                raise WatchUnsupported(str(exc)) from None
+            raise
+        self._watch_supported = True
+        if reply.status == 304:
+            return []
+        now = time.monotonic()
+        changes: list[tuple[str, TopicRouteData | None]] = []
+        for topic, item in (reply.json() or {}).get("routes", {}).items():
+            route = None
+            if item.get("route") is not None:
+                route = TopicRouteData.from_dict(item["route"])
+                self._cache[topic] = CachedRoute(route, f'"{item["etag"]}"', now)
+                self.stats.fetches += 1
+            else:
+                entry = self._cache.get(topic)
+                if entry is None or not entry.from_default_topic:
+                    self._cache.pop(topic, None)
+            changes.append((topic, route))
+        return changes
 
     # --- routes ------------------------------------------------------------------------------
 

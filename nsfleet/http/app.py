@@ -11,11 +11,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.domain.model import TopicRouteData
 from nsfleet.http import parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
-from nsfleet.service.nameserver import NameServer
+from nsfleet.service.nameserver import ABSENT_ETAG, NameServer, standard_route_json
 
 NS_KEY = web.AppKey("nameserver", NameServer)
 STATE_KEY = web.AppKey("state", dict)
@@ -27,10 +26,6 @@ def _dumps(obj: Any) -> str:
 
 def ok(obj: Any = None, status: int = 200) -> web.Response:
     return web.json_response({} if obj is None else obj, status=status, dumps=_dumps)
-
-
-def _standard_route_json(route: TopicRouteData) -> bytes:
-    return _dumps(route.to_dict()).encode()
 
 
 def _ns(request: web.Request) -> NameServer:
@@ -118,14 +113,38 @@ async def get_route(request: web.Request) -> web.StreamResponse:
     known = request.headers.get("If-None-Match", "").strip('W/"')
     state = request.app[STATE_KEY]
     answer = await ns.route_change(topic, known, wait, lambda: state["draining"])
-    etag = answer.etag if answer else "0"
+    etag = answer.etag if answer else ABSENT_ETAG
     if known == etag:
         return web.Response(status=304, headers={"ETag": f'"{etag}"'})
     if answer is None:
         raise TopicRouteNotFound(topic)
-    body = answer.encoded("standard-json", _standard_route_json)
+    body = answer.encoded("standard-json", standard_route_json)
     return web.Response(body=body, content_type="application/json",
                         headers={"ETag": f'"{etag}"'})
+
+
+MAX_WATCHED_TOPICS = 10_000
+
+
+async def watch_routes(request: web.Request) -> web.StreamResponse:
+    """Long-poll many topics: body ``{"topics": {topic: etag or null}}``; answers the topics
+    whose ETag differs (``{"routes": {topic: {"etag", "route" or null}}}``) as soon as one does,
+    or 304 when none did within ``?wait=S``."""
+    ns = _ns(request)
+    wait = _wait_seconds(request, ns.settings.long_poll_max)
+    known = parse.watched_topics(await _body(request), MAX_WATCHED_TOPICS)
+    state = request.app[STATE_KEY]
+    changed = await ns.watch_routes(known, wait, lambda: state["draining"])
+    if not changed:
+        return web.Response(status=304)
+    parts = []
+    for topic, answer in sorted(changed.items()):
+        etag = answer.etag if answer else ABSENT_ETAG
+        body = answer.encoded("standard-json", standard_route_json) if answer else b"null"
+        parts.append(b'%s:{"etag":%s,"route":%s}' % (
+            _dumps(topic).encode(), _dumps(etag).encode(), body))
+    return web.Response(body=b'{"routes":{' + b",".join(parts) + b"}}",
+                        content_type="application/json")
 
 
 async def cluster_info(request: web.Request) -> web.Response:
@@ -243,6 +262,7 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     r.add_post("/v1/brokers/{broker_name}/wipe-write-perm", wipe_write_perm)
     r.add_post("/v1/brokers/{broker_name}/add-write-perm", add_write_perm)
     r.add_get("/v1/brokers/{broker_name}/members", broker_member_group)
+    r.add_post("/v1/routes/watch", watch_routes)
     r.add_get("/v1/routes/{topic}", get_route)
     r.add_get("/v1/cluster-info", cluster_info)
     r.add_get("/v1/topics", _topic_list(NameServer.all_topics))

@@ -30,9 +30,8 @@ _SCHEMAS: dict[str, Any] = {
         "dataVersion": _DATA_VERSION,
         "topicConfigTable": {"type": "object", "additionalProperties": {
             "type": "object", "properties": {
-                "readQueueNums": {"type": "integer", "minimum": 0, "maximum": 1024},
-                "writeQueueNums": {"type": "integer", "minimum": 0, "maximum": 1024},
-                "perm": {"type": "integer", "minimum": 0, "maximum": 7},
+                "readQueueNums": {"type": "integer"}, "writeQueueNums": {"type": "integer"},
+                "perm": {"type": "integer"},
                 "topicSysFlag": {"type": "integer"}, "order": {"type": "boolean"}}}},
         "filterServerList": {"type": "array", "items": {"type": "string"}}}},
     "QueueData": {"type": "object", "properties": {
@@ -49,7 +48,18 @@ _SCHEMAS: dict[str, Any] = {
         "brokerDatas": {"type": "array", "items": {"$ref": "#/components/schemas/BrokerData"}},
         "filterServerTable": {"type": "object", "additionalProperties": {
             "type": "array", "items": {"type": "string"}}},
-        "orderTopicConf": {"type": "string"}}},
+        "orderTopicConf": {"type": "string"},
+        "topicQueueMappingByBroker": {"type": "object", "description": "static topics: "
+                                      "brokerName -> TopicQueueMappingInfo"}}},
+    "RouteWatch": {"type": "object", "required": ["topics"], "properties": {
+        "topics": {"type": "object", "additionalProperties": {"type": ["string", "null"]},
+                   "description": "topic -> the ETag the client holds (\"0\": no route; null: "
+                                  "none held), at most 10,000 topics"}}},
+    "ChangedRoutes": {"type": "object", "properties": {"routes": {
+        "type": "object", "additionalProperties": {"type": "object", "properties": {
+            "etag": {"type": "string"},
+            "route": {"oneOf": [{"$ref": "#/components/schemas/TopicRouteData"},
+                                {"type": "null"}]}}}}}},
     "TopicList": {"type": "object", "properties": {
         "topicList": {"type": "array", "items": {"type": "string"}},
         "brokerAddr": {"type": ["string", "null"]}}},
@@ -58,7 +68,8 @@ _SCHEMAS: dict[str, Any] = {
 # (method, path, summary, request schema or None, success schema or description, error statuses)
 _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
     ("post", "/v1/brokers/register", "Register a broker (REGISTER_BROKER)", "Registration",
-     "masterAddr, haServerAddr, kvTable (ORDER_TOPIC_CONFIG), registrationId, fenced",
+     "masterAddr, haServerAddr, kvTable (ORDER_TOPIC_CONFIG), registrationId, fenced, "
+     "droppedTopics",
      (400, 409, 413, 503)),
     ("post", "/v1/brokers/heartbeat", "Refresh a broker's deadline (BROKER_HEARTBEAT)",
      "BrokerIdentity", "known: whether the broker was live", (400, 503)),
@@ -74,9 +85,12 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      None, "addTopicCount", (400, 503)),
     ("get", "/v1/brokers/{broker_name}/members", "A broker group's members "
      "(GET_BROKER_MEMBER_GROUP); ?cluster= is echoed", None, "brokerMemberGroup", (400, 503)),
-    ("get", "/v1/routes/{topic}", "A topic's route. ETag = the topic's change counter; "
-     "If-None-Match with ?wait=S long-polls up to S seconds (304 when unchanged)",
-     None, "TopicRouteData", (304, 400, 404, 503)),
+    ("get", "/v1/routes/{topic}", "A topic's route. The ETag changes whenever the body does "
+     "(change counter plus a digest); If-None-Match with ?wait=S long-polls up to S seconds "
+     "(304 when unchanged)", None, "TopicRouteData", (304, 400, 404, 503)),
+    ("post", "/v1/routes/watch", "Long-poll many topics (?wait=S): the routes whose ETag "
+     "differs from the one given, as soon as one does, or 304 when none did", "RouteWatch",
+     "ChangedRoutes", (304, 400, 413, 503)),
     ("get", "/v1/cluster-info", "brokerAddrTable and clusterAddrTable", None,
      "brokerAddrTable, clusterAddrTable", (503,)),
     ("get", "/v1/topics", "All topics (403 when enableAllTopicList is false)", None,

@@ -73,3 +73,16 @@ def queue_datas(body: dict[str, Any]) -> list[QueueData]:
     if not isinstance(raw, list) or not raw:
         raise ValidationError("queueDatas", "must be a non-empty list")
     return [QueueData.from_json(q, f"queueDatas[{i}]") for i, q in enumerate(raw)]
+
+
+def watched_topics(body: dict[str, Any], limit: int) -> dict[str, str | None]:
+    """``{"topics": {topic: etag or null}}``: the ETags a client holds (null: none)."""
+    topics = body.get("topics")
+    if not isinstance(topics, dict) or not topics:
+        raise ValidationError("topics", "must be a non-empty object of topic -> ETag or null")
+    if len(topics) > limit:
+        raise ValidationError("topics", f"at most {limit} topics per watch")
+    for topic, etag in topics.items():
+        if etag is not None and not isinstance(etag, str):
+            raise ValidationError(f"topics.{topic}", "must be an ETag string or null")
+    return {topic: None if etag is None else etag.strip('W/"') for topic, etag in topics.items()}

@@ -10,6 +10,9 @@ of ``nsfleet.domain.errors``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -49,17 +52,29 @@ T = TypeVar("T")
 DROPPED_LOG_MEMORY = 10_000  # (broker, topic) pairs already logged as dropped
 
 
+ABSENT_ETAG = "0"  # the ETag of "no route"
+
+
+def standard_route_json(route: TopicRouteData) -> bytes:
+    """The route as the HTTP API answers it: standard, compact JSON with sorted keys."""
+    return json.dumps(route.to_dict(), separators=(",", ":"), sort_keys=True).encode()
+
+
 @dataclass(slots=True)
 class RouteAnswer:
     """A topic's route as served, with its encodings memoised per cache entry."""
 
     route: TopicRouteData
     rev: int
+    expires: float  # time.monotonic() when it may change with no announcement (a deadline)
     _memo: dict[str, bytes]
 
     @property
     def etag(self) -> str:
-        return str(self.rev)
+        """Changes whenever the answered bytes change: the topic's change counter plus a digest
+        of the body (a route changes shape at a member's deadline with no counter moving)."""
+        body = self.encoded("standard-json", standard_route_json)
+        return f"{self.rev}-{hashlib.blake2b(body, digest_size=8).hexdigest()}"
 
     def encoded(self, encoding: str, encode: Callable[[TopicRouteData], bytes]) -> bytes:
         data = self._memo.get(encoding)
@@ -226,22 +241,48 @@ class NameServer:
 
     async def route_change(self, topic: str, etag: str | None, wait: float,
                            stopping: Callable[[], bool]) -> RouteAnswer | None:
-        """Long-poll: the route once its ETag differs from ``etag``, or None (no route) when
-        that is the change; returns the unchanged answer after ``wait`` seconds or when
-        ``stopping()`` turns true. TopicRouteNotFound only when ``etag`` is not "0"."""
+        """Long-poll one topic: its answer (None: no route) once its ETag differs from
+        ``etag``, or the unchanged answer after ``wait`` seconds or when ``stopping()``."""
         validation.route_topic(topic)
+        changed = await self.watch_routes({topic: etag}, wait, stopping)
+        if topic in changed:
+            return changed[topic]
+        try:
+            return await self.route(topic)
+        except TopicRouteNotFound:
+            return None
+
+    async def watch_routes(self, known: dict[str, str | None], wait: float,
+                           stopping: Callable[[], bool]) -> dict[str, RouteAnswer | None]:
+        """Long-poll many topics at once: the topics whose ETag differs from the one given
+        (ABSENT_ETAG, "0", for "no route"), with their answers (None: no route now), as soon
+        as there is one; {} when none changed within ``wait`` seconds or ``stopping()`` turned
+        true. Woken by the change feed, and at the deadline of a listed broker (a route changes
+        shape then without any announcement)."""
+        for topic in known:
+            validation.route_topic(topic)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            try:
-                answer: RouteAnswer | None = await self.route(topic)
-            except TopicRouteNotFound:
-                answer = None
-            current = answer.etag if answer else "0"
-            remaining = deadline - loop.time()
-            if etag != current or remaining <= 0 or stopping():
-                return answer
-            await self._cache.wait_for_change(topic, min(remaining, 1.0))
+            with self._cache.watch(known) as woken:
+                changed: dict[str, RouteAnswer | None] = {}
+                wake_at = deadline
+                for topic, etag in known.items():
+                    try:
+                        answer: RouteAnswer | None = await self.route(topic)
+                    except TopicRouteNotFound:
+                        answer = None
+                    if (answer.etag if answer else ABSENT_ETAG) != etag:
+                        changed[topic] = answer
+                    elif answer is not None:
+                        wake_at = min(wake_at, loop.time() + answer.expires - time.monotonic())
+                remaining = deadline - loop.time()
+                if changed or remaining <= 0 or stopping():
+                    return changed
+                # Wake at the earliest deadline, and at least every second to notice a drain.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(0.0, min(wake_at - loop.time(), 1.0))):
+                        await woken
 
     def _answer(self, topic: str, entry: Entry) -> RouteAnswer:
         if entry.read is None:
@@ -250,7 +291,8 @@ class NameServer:
         memo_key = "acting" if self.config.flag("supportActingMaster") else "plain"
         if memo_key == "acting":
             route = apply_acting_master(route, topic)
-        return RouteAnswer(route, entry.read.rev, entry.encoded.setdefault(memo_key, {}))
+        return RouteAnswer(route, entry.read.rev, entry.expires,
+                           entry.encoded.setdefault(memo_key, {}))
 
     # --- topics --------------------------------------------------------------------------------
 

@@ -1,18 +1,26 @@
 """Per-worker route cache, invalidated by the change feed the Lua scripts publish on P:changes.
 
 Hot route reads then cost no Redis round trip (the Python Redis client, not Redis, is the
-bottleneck of an uncached read). An entry also expires when the first member it lists reaches its
-deadline, since TTL expiry publishes nothing. Without a live subscription nothing is cached, so a
+bottleneck of an uncached read).
+
+Coherent by construction: every invalidation the feed delivers advances a sequence number, and a
+fill (a Redis read) stores its answer only when no invalidation of its topic, and no whole-cache
+invalidation, was applied since the fill started. A change announced while a read is in flight
+can therefore never leave the answer from before it cached, whichever came first on the wire.
+
+An entry also expires when the first member it lists reaches its deadline, since TTL expiry
+publishes nothing. Without a live subscription nothing is cached, so a
 lost pub/sub connection can never serve a stale route. Long-polls wait on the same feed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
@@ -34,6 +42,20 @@ class Entry:
     encoded: dict[str, dict[str, bytes]] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Fill:
+    """A Redis read in flight, which concurrent misses of the same key may share."""
+
+    started: int  # RouteCache._seq when it started
+    future: asyncio.Future[Entry]
+
+
+def _retrieve(fut: asyncio.Future[Entry]) -> None:
+    """A failed fill nobody else waited for is not an unretrieved-exception warning."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class RouteCache:
     def __init__(self, store: RouteStore, metrics: Metrics, *, enabled: bool = True,
                  max_entries: int = 100_000, max_age: float = 60.0) -> None:
@@ -51,7 +73,13 @@ class RouteCache:
         self._id = uuid.uuid4().hex
         self._sync_seq = 0
         self._syncs: dict[str, asyncio.Future[None]] = {}
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._watchers: dict[str, set[asyncio.Future[None]]] = {}
+        self._seq = 0  # invalidations applied so far
+        self._cleared_at = 0  # _seq of the last whole-cache invalidation
+        self._fills = 0  # Redis reads in flight
+        self._changed_at: dict[str, int] = {}  # topic -> _seq of its last invalidation,
+        # kept only while fills are in flight (they are the only ones who ask)
+        self._filling: dict[tuple[str, bool], _Fill] = {}
         self.on_config_change: list[asyncio.Event] = []
         # Told about every broker the sweep expires (cluster, addr), on any worker.
         self.on_expired: list[Callable[[str, str], None]] = []
@@ -81,8 +109,7 @@ class RouteCache:
                 log.warning("change feed lost", error=str(exc))
             finally:
                 self._subscribed = False
-                self._entries.clear()
-                self._wake_all()
+                self._invalidate_all()
             if not self._closing:
                 await asyncio.sleep(1.0)
 
@@ -102,22 +129,31 @@ class RouteCache:
                     callback(cluster, addr)
             return
         if change.all_routes:
-            self._entries.clear()
-            self._wake_all()
+            self._invalidate_all()
             return
         for topic in change.topics:
-            self._entries.pop((topic, False), None)
-            self._entries.pop((topic, True), None)
-            for fut in self._waiters.pop(topic, ()):
-                if not fut.done():
-                    fut.set_result(None)
+            self.invalidate(topic)
 
-    def _wake_all(self) -> None:
-        for futs in self._waiters.values():
+    def invalidate(self, topic: str) -> None:
+        """The topic's route may have changed: drop it, keep fills in flight from storing what
+        they read before, wake its watchers."""
+        self._seq += 1
+        if self._fills:
+            self._changed_at[topic] = self._seq
+        self._entries.pop((topic, False), None)
+        self._entries.pop((topic, True), None)
+        for fut in self._watchers.get(topic, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def _invalidate_all(self) -> None:
+        self._seq += 1
+        self._cleared_at = self._seq
+        self._entries.clear()
+        for futs in self._watchers.values():
             for fut in futs:
                 if not fut.done():
                     fut.set_result(None)
-        self._waiters.clear()
 
     async def sync(self) -> None:
         """Return once this worker has applied every change published before the call.
@@ -138,7 +174,7 @@ class RouteCache:
             async with asyncio.timeout(SYNC_TIMEOUT):
                 await fut
         except (TimeoutError, NameServerError):
-            self._entries.clear()
+            self._invalidate_all()
         finally:
             self._syncs.pop(token, None)
 
@@ -150,38 +186,64 @@ class RouteCache:
             return entry
         return None
 
+    def _unchanged_since(self, topic: str, seq: int) -> bool:
+        """No invalidation of ``topic`` (nor of the whole cache) was applied after ``seq``."""
+        return self._cleared_at <= seq and self._changed_at.get(topic, 0) <= seq
+
     async def get(self, topic: str, *, order_conf: bool = False) -> Entry:
-        """The topic's route entry (``read`` is None when the topic has no route)."""
+        """The topic's route entry (``read`` is None when the topic has no route). Concurrent
+        misses share one Redis read, unless the topic changed since that read started."""
         entry = self.peek(topic, order_conf=order_conf)
         if entry is not None:
             return entry
-        now = time.monotonic()
         key = (topic, order_conf)
+        fill = self._filling.get(key)
+        if fill is not None and self._unchanged_since(topic, fill.started):
+            return await asyncio.shield(fill.future)
         self._misses.inc()
-        subscribed = self._subscribed and self.enabled
-        read = await self.store.pickup_route(topic, order_conf=order_conf)
+        fill = _Fill(self._seq, asyncio.get_running_loop().create_future())
+        fill.future.add_done_callback(_retrieve)
+        self._filling[key] = fill
+        cacheable = self._subscribed and self.enabled
+        now = time.monotonic()
+        self._fills += 1
+        try:
+            read = await self.store.pickup_route(topic, order_conf=order_conf)
+        except BaseException as exc:
+            fill.future.set_exception(exc)
+            raise
+        finally:
+            self._fills -= 1
+            if self._filling.get(key) is fill:
+                del self._filling[key]
         ttl = self.max_age if read is None or read.ttl_ms < 0 else min(self.max_age,
                                                                        read.ttl_ms / 1000)
         entry = Entry(read, now + ttl)
-        if subscribed and self._subscribed:
+        fill.future.set_result(entry)
+        if cacheable and self._subscribed and self._unchanged_since(topic, fill.started):
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
+        if not self._fills:
+            self._changed_at.clear()
         return entry
 
-    async def wait_for_change(self, topic: str, seconds: float) -> None:
-        """Return when the topic's route may have changed, or after ``seconds``."""
+    @contextlib.contextmanager
+    def watch(self, topics: Iterable[str]) -> Iterator[asyncio.Future[None]]:
+        """A future done when any of ``topics`` may have changed (or the whole cache was
+        dropped) while the block runs. Enter it before reading the routes it guards, so a change
+        between the read and the wait is not missed."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(topic, []).append(fut)
+        names = set(topics)
+        for topic in names:
+            self._watchers.setdefault(topic, set()).add(fut)
         try:
-            async with asyncio.timeout(seconds):
-                await fut
-        except TimeoutError:
-            pass
+            yield fut
         finally:
-            waiters = self._waiters.get(topic)
-            if waiters and fut in waiters:
-                waiters.remove(fut)
-                if not waiters:
-                    del self._waiters[topic]
+            for topic in names:
+                futs = self._watchers.get(topic)
+                if futs is not None:
+                    futs.discard(fut)
+                    if not futs:
+                        del self._watchers[topic]

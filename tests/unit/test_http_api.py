@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from nsfleet.config import Settings
+from nsfleet.domain.model import QueueData
 from nsfleet.http.app import STATE_KEY, create_app
 from nsfleet.http.openapi import openapi_document
 from nsfleet.metrics import Metrics
@@ -74,7 +76,7 @@ async def test_register_route_and_unregister(client: TestClient) -> None:
     assert out["masterAddr"] == "10.0.0.1:10911" and out["haServerAddr"] == "10.0.0.1:10912"
     resp = await client.get("/v1/routes/T1")
     route = await _json(resp, 200)
-    assert resp.headers["ETag"].strip('"').isdigit()
+    assert re.fullmatch(r"\d+-[0-9a-f]{16}", resp.headers["ETag"].strip('"'))
     assert route["brokerDatas"] == [{"brokerAddrs": {"0": "10.0.0.1:10911", "1": "10.0.0.2:10911"},
                                      "brokerName": "broker-a", "cluster": "c1",
                                      "enableActingMaster": False}]
@@ -297,3 +299,78 @@ async def test_topic_lists_can_be_disabled(client: TestClient, ns: NameServer) -
     assert (await _json(await client.get("/v1/topics"), 403))["error"].startswith("disable")
     await _json(await client.get("/v1/clusters/c1/topics"), 403)
     await _json(await client.get("/v1/topics/unit"), 403)
+
+
+async def test_etag_follows_the_body_and_a_deadline_wakes_the_long_poll(
+        client: TestClient) -> None:
+    """A route changes shape when a listed broker's deadline passes, with no change counter
+    moving: the ETag changes with the body, and a long-poll wakes then, before any sweep."""
+    await _register(client, {**MASTER, "heartbeatTimeoutMillis": 700})
+    await _register(client, {**SLAVE, "heartbeatTimeoutMillis": 60_000})
+    first = await client.get("/v1/routes/T1")
+    etag = first.headers["ETag"]
+    assert sorted((await first.json())["brokerDatas"][0]["brokerAddrs"]) == ["0", "1"]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    resp = await client.get("/v1/routes/T1?wait=5", headers={"If-None-Match": etag})
+    assert resp.status == 200 and loop.time() - started < 3.0
+    assert resp.headers["ETag"] != etag
+    assert (await resp.json())["brokerDatas"][0]["brokerAddrs"] == {"1": "10.0.0.2:10911"}
+
+
+async def test_watch_answers_only_the_changed_topics(client: TestClient) -> None:
+    await _register(client)
+    etags = {t: (await client.get(f"/v1/routes/{t}")).headers["ETag"].strip('"')
+             for t in ("T1", "T2")}
+    held = {**etags, "T9": "0"}
+    resp = await client.post("/v1/routes/watch?wait=0.2", json={"topics": held})
+    assert resp.status == 304
+    # One route changes while the watch waits: only it is answered, at once.
+    watch = asyncio.create_task(client.post("/v1/routes/watch?wait=5", json={"topics": held}))
+    await asyncio.sleep(0.1)
+    qd = {"brokerName": "broker-a", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}
+    await _json(await client.put("/v1/topics/T9", json={"queueDatas": [qd]}), 200)
+    out = await _json(await watch, 200)
+    assert list(out["routes"]) == ["T9"]
+    assert out["routes"]["T9"]["route"]["queueDatas"][0]["readQueueNums"] == 2
+    # A topic that loses its route is answered with route null and ETag "0".
+    await _json(await client.delete("/v1/topics/T2"), 200)
+    out = await _json(await client.post("/v1/routes/watch?wait=5", json={"topics": held}), 200)
+    assert out["routes"]["T2"] == {"etag": "0", "route": None} and "T1" not in out["routes"]
+    # Unknown ETags (null: none held) answer at once with the current routes.
+    out = await _json(await client.post("/v1/routes/watch", json={"topics": {"T1": None}}), 200)
+    assert out["routes"]["T1"]["etag"] == etags["T1"]
+
+
+@pytest.mark.parametrize("body", [{}, {"topics": []}, {"topics": {"T1": 5}},
+                                  {"topics": {"bad,topic": None}}])
+async def test_watch_refuses_bad_bodies(client: TestClient, body: dict[str, Any]) -> None:
+    out = await _json(await client.post("/v1/routes/watch", json=body), 400)
+    assert out["code"] == 400
+
+
+async def test_a_thousand_watchers_are_woken_by_one_change(client: TestClient,
+                                                           ns: NameServer) -> None:
+    """1,000 concurrent watchers of overlapping topic sets: one change wakes exactly those that
+    watch its topic, each with only that topic."""
+    topics = [f"W{i}" for i in range(20)]
+    await _register(client, {**MASTER, "topicConfigTable": {t: {} for t in topics}})
+    etags = {t: (await ns.route(t)).etag for t in topics}
+    stop = False
+    watchers = [asyncio.create_task(ns.watch_routes(
+        {t: etags[t] for t in (topics[i % 20], topics[(i + 1) % 20], topics[(i + 7) % 20])},
+        10.0, lambda: stop)) for i in range(1000)]
+    await asyncio.sleep(0.3)
+    assert not any(w.done() for w in watchers)
+    await ns.register_topic("W3", [QueueData("broker-a", 1, 1, 6)])
+    woken = {i for i, w in enumerate(watchers) if "W3" in (
+        topics[i % 20], topics[(i + 1) % 20], topics[(i + 7) % 20])}
+    results = await asyncio.wait_for(asyncio.gather(*(watchers[i] for i in woken)), 5.0)
+    assert all(list(r) == ["W3"] for r in results) and len(results) == 150
+    assert not any(w.done() for i, w in enumerate(watchers) if i not in woken)
+    stop = True
+    idle = [w for i, w in enumerate(watchers) if i not in woken][:5]
+    assert all(r == {} for r in await asyncio.wait_for(asyncio.gather(*idle), 5.0))
+    for w in watchers:
+        w.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)

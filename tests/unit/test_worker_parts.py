@@ -19,6 +19,7 @@ from nsfleet.service.namesrv_config import NamesrvConfig
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
+from nsfleet.store.change_feed import Change
 
 
 def _reg(i: int, timeout: int = 60_000) -> BrokerRegistration:
@@ -113,6 +114,7 @@ async def test_route_cache_serves_hits_and_invalidates_on_change(store: RouteSto
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
+        await cache.sync()  # what the NameServer does after a write
         first = await cache.get("T1")
         assert first.read is not None
         assert (await cache.get("T1")) is first
@@ -126,6 +128,7 @@ async def test_route_cache_serves_hits_and_invalidates_on_change(store: RouteSto
         assert entry.read is not None and entry.read.route.queue_datas[0].perm == 4
         missing = await cache.get("T9")
         assert missing.read is None
+        assert (await cache.get("T9")) is missing  # "no route" is cached too
         await store.register_broker(_reg(9))
         for _ in range(100):
             if (await cache.get("T9")).read is not None:
@@ -213,11 +216,118 @@ async def test_sync_without_its_marker_drops_the_cache(store: RouteStore,
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
+        await cache.sync()
         await cache.get("T1")
         assert cache._entries
         monkeypatch.setattr("nsfleet.service.route_cache.SYNC_TIMEOUT", 0.05)
         monkeypatch.setattr(cache, "_apply", lambda data: None)  # the feed stalls
         await cache.sync()
         assert not cache._entries
+    finally:
+        await cache.close()
+
+
+class _GatedStore:
+    """A RouteStore whose next route read waits at a gate, so a test can deliver a change while
+    the read is in flight."""
+
+    def __init__(self, store: RouteStore) -> None:
+        self._store = store
+        self.reading = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def pickup_route(self, topic: str, **kw: object) -> object:
+        read = await self._store.pickup_route(topic, **kw)  # type: ignore[arg-type]
+        self.reading.set()
+        await self.release.wait()
+        return read
+
+
+@pytest.mark.parametrize("change", ["topic", "all"])
+async def test_a_change_during_a_fill_is_never_cached_over(store: RouteStore,
+                                                           change: str) -> None:
+    """The race the cache must be immune to: a read starts, the route changes and the change is
+    applied while the read is in flight, then the read returns the old answer. It is served
+    once (it is what Redis held when read) but never stored."""
+    gated = _GatedStore(store)
+    cache = RouteCache(gated, Metrics())  # type: ignore[arg-type]
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1))
+        await cache.sync()
+        fill = asyncio.create_task(cache.get("T1"))
+        await gated.reading.wait()  # the old route has been read, not yet stored
+        await store.wipe_write_perm("b1")
+        await cache.sync()  # the invalidation is applied while the fill is in flight
+        if change == "all":
+            cache._apply(Change(0, all_routes=True))
+        gated.release.set()
+        old = await fill
+        assert old.read is not None and old.read.route.queue_datas[0].perm == 6
+        assert cache.peek("T1") is None  # not stored
+        gated.reading, gated.release = asyncio.Event(), asyncio.Event()
+        gated.release.set()
+        new = await cache.get("T1")
+        assert new.read is not None and new.read.route.queue_datas[0].perm == 4
+        assert cache.peek("T1") is new
+    finally:
+        await cache.close()
+
+
+async def test_no_route_is_not_cached_over_a_first_registration(store: RouteStore) -> None:
+    """A reader asking just before a topic's first registration must not keep answering
+    TOPIC_NOT_EXIST."""
+    gated = _GatedStore(store)
+    cache = RouteCache(gated, Metrics())  # type: ignore[arg-type]
+    await cache.start()
+    try:
+        await _settled(cache)
+        fill = asyncio.create_task(cache.get("T1"))
+        await gated.reading.wait()
+        await store.register_broker(_reg(1))
+        await cache.sync()
+        gated.release.set()
+        assert (await fill).read is None
+        assert cache.peek("T1") is None
+        assert (await cache.get("T1")).read is not None
+    finally:
+        await cache.close()
+
+
+async def test_concurrent_misses_share_a_read_unless_the_topic_changed(
+        store: RouteStore) -> None:
+    gated = _GatedStore(store)
+    reads = 0
+    original = gated.pickup_route
+
+    async def counting(topic: str, **kw: object) -> object:
+        nonlocal reads
+        reads += 1
+        return await original(topic, **kw)
+
+    gated.pickup_route = counting  # type: ignore[method-assign]
+    cache = RouteCache(gated, Metrics())  # type: ignore[arg-type]
+    await cache.start()
+    try:
+        await _settled(cache)
+        await store.register_broker(_reg(1))
+        await cache.sync()
+        first = asyncio.create_task(cache.get("T1"))
+        await gated.reading.wait()
+        joined = asyncio.create_task(cache.get("T1"))
+        await asyncio.sleep(0.01)
+        assert reads == 1  # the second miss waits for the first read
+        await store.wipe_write_perm("b1")
+        await cache.sync()
+        after_change = asyncio.create_task(cache.get("T1"))
+        await asyncio.sleep(0.01)
+        assert reads == 2  # asked after the change: a read of its own
+        gated.release.set()
+        assert (await first) is (await joined)
+        assert (await after_change).read.route.queue_datas[0].perm == 4  # type: ignore[union-attr]
     finally:
         await cache.close()
