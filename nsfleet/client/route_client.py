@@ -82,6 +82,7 @@ class RouteClient:
         self._cache: dict[str, CachedRoute] = {}
         self._task: asyncio.Task[None] | None = None
         self._watch_supported: bool | None = None  # unknown until the first attempt
+        self._topics_added = asyncio.Event()
         self.stats = RouteStats()
 
     @property
@@ -118,9 +119,14 @@ class RouteClient:
 
     async def _poll(self) -> None:
         while True:
-            if self._watch_supported is not False and self._cache:
+            if self._watch_supported is not False:
+                if not self._cache:  # nothing to watch yet
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.poll_interval):
+                            await self._topics_added.wait()
+                    continue
                 try:
-                    await self._watch_once(list(self._cache), self.poll_interval)
+                    await self._watch_until_topics_added()
                     continue
                 except WatchUnsupported:
                     self._watch_supported = False
@@ -128,6 +134,20 @@ class RouteClient:
                     log.warning("route watch failed: %s", exc)
             await asyncio.sleep(self.poll_interval)
             await self.refresh_all()
+
+    async def _watch_until_topics_added(self) -> None:
+        """One watch of every cached topic, restarted early when a topic joins the cache."""
+        self._topics_added.clear()
+        watch = asyncio.ensure_future(self._watch_once(list(self._cache), self.poll_interval))
+        added = asyncio.ensure_future(self._topics_added.wait())
+        try:
+            await asyncio.wait({watch, added}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            added.cancel()
+            if not watch.done():
+                watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
 
     async def watch(self, topics: Sequence[str], *, wait: float = POLL_INTERVAL
                     ) -> AsyncIterator[tuple[str, TopicRouteData | None]]:
@@ -221,6 +241,8 @@ class RouteClient:
             self.stats.fetches += 1
             new = CachedRoute(TopicRouteData.from_dict(reply.json()),
                               reply.headers.get("ETag"), now)
+            if topic not in self._cache:
+                self._topics_added.set()
             self._cache[topic] = new
             return new
         if entry is not None and entry.from_default_topic:
@@ -244,6 +266,7 @@ class RouteClient:
                                     self.default_topic_queue_nums)
         entry = CachedRoute(route, None, time.monotonic(), from_default_topic=True)
         self._cache[topic] = entry
+        self._topics_added.set()
         return entry
 
     # --- queues ------------------------------------------------------------------------------

@@ -180,3 +180,45 @@ async def test_publish_and_subscribe_queues_from_live_routes(
                                        + _queues("TopicTest", {"broker-a": 2}))
         # Java's topicRouteData2TopicSubscribeInfo ignores orderTopicConf.
         assert len(await rc.subscribe_queues("TopicTest")) == 9
+
+
+async def test_watch_streams_route_changes_from_any_worker(fleet: Fleet,
+                                                           agents: list[BrokerAgent]) -> None:
+    """RouteClient.watch: one long-poll for all topics; a change made through one worker reaches
+    a watcher of the other at once, and so does a route's end."""
+    await _start(agents, fleet, A0, [TopicConfig("W1", 4, 4), TopicConfig("W2", 2, 2)])
+    rc = RouteClient(list(reversed(fleet.urls)))
+    try:
+        await rc.get_route("W1")
+        await rc.get_route("W2")
+        changes = rc.watch(["W1", "W2"], wait=5)
+        nxt = asyncio.ensure_future(changes.__anext__())
+        await asyncio.sleep(0.2)
+        assert not nxt.done()
+        http_json(f"{fleet.urls[0]}/v1/brokers/broker-a/wipe-write-perm", "POST")
+        topic, route = await asyncio.wait_for(nxt, 5)
+        assert topic in ("W1", "W2") and route is not None and route.queue_datas[0].perm == 4
+        http_json(f"{fleet.urls[0]}/v1/topics/W2", "DELETE")
+        seen: dict[str, Any] = {topic: route}
+        while "W2" not in seen or seen["W2"] is not None:
+            t, r = await asyncio.wait_for(changes.__anext__(), 5)
+            seen[t] = r
+        assert rc.cached("W2") is None and rc.cached("W1").route.queue_datas[0].perm == 4  # type: ignore[union-attr]
+        await changes.aclose()
+    finally:
+        await rc.close()
+
+
+async def test_the_background_refresh_watches_when_the_fleet_offers_it(
+        fleet: Fleet, agents: list[BrokerAgent]) -> None:
+    """With poll_interval 30 s, a change still reaches the cache within a second: start() keeps
+    one watch open instead of polling."""
+    await _start(agents, fleet, A0, [TopicConfig("W3", 4, 4)])
+    async with RouteClient(fleet.urls) as rc:
+        assert (await rc.get_route("W3")).queue_datas[0].perm == 6
+        await asyncio.sleep(0.3)  # the background watch is open
+        http_json(f"{fleet.urls[-1]}/v1/brokers/broker-a/wipe-write-perm", "POST")
+        await async_wait_until(
+            lambda: rc.cached("W3").route.queue_datas[0].perm == 4,  # type: ignore[union-attr]
+            within=3.0)
+        assert rc.stats.fetches == 2
