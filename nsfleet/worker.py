@@ -34,8 +34,11 @@ log = structlog.get_logger(__name__)
 CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
 
 
-async def _follow_config(config: NamesrvConfig, changed: asyncio.Event) -> None:
-    while True:
+async def _follow_config(config: NamesrvConfig, changed: asyncio.Event,
+                         stop: asyncio.Event) -> None:
+    # Ends on ``stop``, not only on cancellation: redis-py may swallow a cancellation that
+    # arrives inside a call.
+    while not stop.is_set():
         # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the cancel that stops us.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CONFIG_REFRESH_SECONDS):
@@ -94,7 +97,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await cache.start()
         config_changed = asyncio.Event()
         cache.on_config_change.append(config_changed)
-        tasks.append(asyncio.create_task(_follow_config(config, config_changed)))
+        tasks.append(asyncio.create_task(_follow_config(config, config_changed, stop)))
         remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
         await remoting.start(settings.host, settings.remoting_port)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
@@ -119,7 +122,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                                    settings.drain_timeout)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.wait(tasks, timeout=3.0)
         await presence.close()
         await cache.close()
         await client.aclose()

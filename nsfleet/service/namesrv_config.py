@@ -62,19 +62,21 @@ TYPED_DEFAULTS: dict[str, tuple[str, str]] = {
     "useEpollNativeSelector": (_BOOL, "false"),
 }
 DEFAULTS: dict[str, str] = {key: default for key, (_, default) in TYPED_DEFAULTS.items()}
+_JAVA_TRIMMED = "".join(map(chr, range(33)))
 _BOUNDS = {_INT: (-(1 << 31), (1 << 31) - 1), _LONG: (-(1 << 63), (1 << 63) - 1)}
 
 
 def java_value(key: str, raw: str) -> str | None:
     """``raw`` as MixAll.properties2Object sets the field: Integer.parseInt / Long.parseLong (a
-    failure leaves the field as it was: None), Boolean.parseBoolean, or the text itself."""
+    failure leaves the field as it was: None), Boolean.parseBoolean (untrimmed), or the text
+    trimmed."""
     kind = TYPED_DEFAULTS[key][0]
     if kind in _BOUNDS:
         value = parse_integer(raw, *_BOUNDS[kind])
         return None if value is None else str(value)
     if kind == _BOOL:
         return "true" if parse_boolean(raw) else "false"
-    return raw
+    return raw.strip(_JAVA_TRIMMED)  # String.trim: every char up to U+0020
 
 
 ALWAYS_BLACKLISTED = frozenset({"configBlackList", "configStorePath", "kvConfigPath",

@@ -5,7 +5,6 @@ worker's: a broker registered over a connection of a worker that died without cl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 
 import structlog
@@ -23,13 +22,14 @@ class WorkerPresence:
         self.store = store
         self.worker_id = worker_id or uuid.uuid4().hex[:16]
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
 
     async def start(self) -> None:
         await self.store.mark_worker_alive(self.worker_id, TTL_MS)
         self._task = asyncio.create_task(self._refresh(), name="worker-presence")
 
     async def _refresh(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(INTERVAL)
             try:
                 await self.store.mark_worker_alive(self.worker_id, TTL_MS)
@@ -37,7 +37,8 @@ class WorkerPresence:
                 log.warning("presence refresh failed", error=exc.remark)
 
     async def close(self) -> None:
+        self._closing = True
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # redis-py may swallow a cancellation inside a call; the flag ends the loop then.
+            await asyncio.wait({self._task}, timeout=3.0)

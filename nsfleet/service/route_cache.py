@@ -147,9 +147,13 @@ class RouteCache:
                 fut.set_result(None)
 
     def _invalidate_all(self) -> None:
+        """Anything may have changed (the feed broke or lagged): drop every route, and have the
+        NamesrvConfig read again, since a config announcement may have been missed too."""
         self._seq += 1
         self._cleared_at = self._seq
         self._entries.clear()
+        for event in self.on_config_change:
+            event.set()
         for futs in self._watchers.values():
             for fut in futs:
                 if not fut.done():
