@@ -95,6 +95,9 @@ class NameServer:
         # Names this worker's connections ("<worker_id>:<n>"); WorkerPresence keeps it alive.
         self.worker_id = worker_id or uuid.uuid4().hex[:16]
         self._dropped_logged: set[tuple[str, str, str]] = set()
+        # orderMessageEnable or supportActingMaster change what routes answer: watchers look
+        # again once the new config is read (the cache is keyed by what the config selects).
+        config.on_change.append(cache.wake_watchers)
 
     async def _written(self, write: Awaitable[T]) -> T:
         """Run a write, then wait until this worker's cache has applied every change it

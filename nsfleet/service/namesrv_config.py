@@ -9,6 +9,7 @@ parsed as Java parses its field, and the keys that closed CVE-2023-37582 are ref
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from nsfleet.domain.errors import ConfigBlacklisted
 from nsfleet.domain.java import parse_boolean, parse_integer
@@ -88,11 +89,16 @@ class NamesrvConfig:
         self.store = store
         self.static = static or {}  # read-only values reported by 319 (listenPort, ...)
         self.values: dict[str, str] = dict(DEFAULTS)
+        self.on_change: list[Callable[[], None]] = []  # told after values changed
 
     async def refresh(self) -> None:
         stored = await self.store.read_config()
-        self.values = DEFAULTS | {k: v for k, v in stored.items()
-                                  if k in DEFAULTS and java_value(k, v) == v}
+        values = DEFAULTS | {k: v for k, v in stored.items()
+                             if k in DEFAULTS and java_value(k, v) == v}
+        changed, self.values = values != self.values, values
+        if changed:
+            for callback in self.on_change:
+                callback()
 
     def flag(self, key: str) -> bool:
         return parse_boolean(self.values.get(key))

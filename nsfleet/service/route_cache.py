@@ -154,6 +154,10 @@ class RouteCache:
         self._entries.clear()
         for event in self.on_config_change:
             event.set()
+        self.wake_watchers()
+
+    def wake_watchers(self) -> None:
+        """Every watcher looks again (the config changed what routes answer)."""
         for futs in self._watchers.values():
             for fut in futs:
                 if not fut.done():

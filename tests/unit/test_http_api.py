@@ -374,3 +374,18 @@ async def test_a_thousand_watchers_are_woken_by_one_change(client: TestClient,
     for w in watchers:
         w.cancel()
     await asyncio.gather(*watchers, return_exceptions=True)
+
+
+async def test_a_config_change_that_alters_routes_reaches_long_polls(client: TestClient,
+                                                                     ns: NameServer) -> None:
+    await _register(client)
+    await _json(await client.put("/v1/kv/ORDER_TOPIC_CONFIG/T1", json={"value": "broker-a:4"}),
+                200)
+    etag = (await client.get("/v1/routes/T1")).headers["ETag"]
+    poll = asyncio.create_task(client.get("/v1/routes/T1?wait=5",
+                                          headers={"If-None-Match": etag}))
+    await asyncio.sleep(0.1)
+    await ns.update_config("orderMessageEnable=true\n")
+    resp = await poll
+    assert resp.status == 200 and resp.headers["ETag"] != etag
+    assert (await resp.json())["orderTopicConf"] == "broker-a:4"
