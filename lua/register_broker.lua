@@ -20,7 +20,11 @@
              those; topics nsfleet could not store are not among the T below)
     ARGV[17] the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
     ARGV[18] number of static-topic mappings M
-    ARGV[19 .. 18+F] filter server addresses
+    ARGV[19] digest of the topic table, mappings and deleteTopicWithBrokerRegistration as sent
+    ARGV[20] "full", or "probe": T and M are 0 and the topics are not sent; the registration is
+             applied only if it needs no per-topic work (see "The unchanged re-registration"
+             below), else the script answers {"full"} having written nothing
+    ARGV[21 .. 20+F] filter server addresses
     then T groups of 5: topic, readQueueNums, writeQueueNums, perm, topicSysFlag
     then M groups of 3: topic, brokerName of the mapping (bname), TopicQueueMappingInfo JSON
   Output:
@@ -31,6 +35,7 @@
                  nothing else is written
     {"rejected"} single-topic registration from an id the group does not know (step 7, the
                  single-topic guard of RouteInfoManager.registerBroker); nothing is written
+    {"full"}     (probe) the registration needs its topics: send it again with them
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -42,7 +47,8 @@ local dv_counter, dv_ts, dv_state = ARGV[9], ARGV[10], ARGV[11]
 local nfilters, ntopics = tonumber(ARGV[12]), tonumber(ARGV[13])
 local delete_absent, want_kv = ARGV[14] == '1', ARGV[15] == '1'
 local topics_sent, conn, nmappings = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
-local filters_at = 19
+local digest, probe = ARGV[19], ARGV[20] == 'probe'
+local filters_at = 21
 local topics_at = filters_at + math.max(nfilters, 0)
 local mappings_at = topics_at + ntopics * 5
 
@@ -65,6 +71,26 @@ end
 -- Step 7, single-topic guard (apache/rocketmq#4522). Java leaves steps 1-5 behind; nsfleet
 -- writes nothing so no empty group is left (a documented difference).
 if not old_addr and topics_sent == 1 then return {'rejected'} end
+
+-- The unchanged re-registration (what every broker sends every 30 s): the same DataVersion and
+-- the same table as the registration that last wrote this broker's topics, whose queue rows have
+-- not changed since (the group's topicsEpoch counts every queue row added or removed by any
+-- path), the same member at the same id, the same group meta, and a live row. Java would find
+-- every topic present and unchanged and write no queue data, so none of it is read here: O(1).
+local bkey = k_broker(cluster, addr)
+local unchanged = false
+if old_addr == addr and rcall('EXISTS', bkey) == 1 then
+  local r = rcall('HMGET', k_reg(cluster, addr), 'brokerName', 'tableDigest', 'topicsEpoch',
+    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
+  local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
+  local acting_now = (acting_arg == 'true') and 'true' or 'false'
+  unchanged = r[1] == name and r[2] == digest and r[3] == (g[1] or '0') and r[4] == dv_counter
+    and r[5] == dv_ts and r[6] == dv_state and g[2] == acting_now and (g[3] or '') == zone
+  for mid, maddr in pairs(members) do
+    if maddr == addr and mid ~= id then unchanged = false end
+  end
+end
+if probe and not unchanged then return {'full'} end
 
 -- Steps 1-3: cluster set, group row (brokerName is global), acting master and zone.
 rcall('SADD', k_clusters(), cluster)
@@ -112,9 +138,8 @@ end
 
 -- Step 10: queue data. isTopicConfigChanged = stored DataVersion missing or different, or the
 -- topic lacks this group's queue data.
-local bkey = k_broker(cluster, addr)
 local was_live = rcall('EXISTS', bkey) == 1
-if is_master or is_prime_slave then
+if (is_master or is_prime_slave) and not unchanged then
   local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
   local dv_changed = stored[1] ~= dv_counter or stored[2] ~= dv_ts or stored[3] ~= dv_state
   local clear_write = is_prime_slave and acting == 'true'
@@ -134,7 +159,9 @@ if is_master or is_prime_slave then
           'writeQueueNums', ARGV[at + 2], 'perm', perm, 'topicSysFlag', ARGV[at + 4])
         rcall('SADD', k_topic(topic), name)
         rcall('SADD', k_topics(), topic)
-        rcall('SADD', k_broker_topics(name), topic)
+        if rcall('SADD', k_broker_topics(name), topic) == 1 then
+          rcall('HINCRBY', gkey, 'topicsEpoch', 1)
+        end
         touch_topic(topic)
       end
     end
@@ -173,7 +200,8 @@ rcall('PEXPIREAT', bkey, fmt(deadline))
 -- the row back (Java keeps the broker until scanNotActiveBroker removes it).
 rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation,
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
-  'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone)
+  'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
+  'tableDigest', digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0')
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
 -- Members of one group may register under different cluster names: routes find each member's
 -- live row under its own.

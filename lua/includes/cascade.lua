@@ -17,7 +17,10 @@
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   rcall('SREM', k_topic(topic), name)
-  rcall('SREM', k_broker_topics(name), topic)
+  if rcall('SREM', k_broker_topics(name), topic) == 1 and rcall('EXISTS', k_group(name)) == 1 then
+    -- A queue row of the group went: its next registration must do the full work again.
+    rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
+  end
   rcall('HDEL', k_mappings(topic), name)
   if rcall('SCARD', k_topic(topic)) == 0 then
     rcall('SREM', k_topics(), topic)

@@ -6,6 +6,7 @@ before any script runs, so a rejected call writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +37,7 @@ from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.store.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
+PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
 
 
 class ScriptReplyError(RuntimeError):
@@ -45,7 +47,7 @@ class ScriptReplyError(RuntimeError):
 # Every script returns a table whose first element is a status string: "ok" for the normal
 # answer, these words otherwise (see each script's header for what follows the status).
 SCRIPT_STATUSES: dict[str, frozenset[str]] = {
-    "register_broker": frozenset({"ok", "fenced", "rejected"}),
+    "register_broker": frozenset({"ok", "fenced", "rejected", "full"}),
     "unregister_broker": frozenset({"ok", "kept"}),
     "heartbeat": frozenset({"ok", "unknown"}),
     "sweep": frozenset({"ok", "held"}),
@@ -109,9 +111,12 @@ class RouteStore:
     """Async access to one namespace's route tables."""
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
-                 on_script: Callable[[str, float], None] | None = None) -> None:
-        """``on_script(name, seconds)`` is told the duration of every script call (metrics)."""
+                 on_script: Callable[[str, float], None] | None = None,
+                 probe_min_topics: int = PROBE_MIN_TOPICS) -> None:
+        """``on_script(name, seconds)`` is told the duration of every script call (metrics);
+        registrations of at least ``probe_min_topics`` topics are first offered as a digest."""
         self.on_script = on_script
+        self.probe_min_topics = probe_min_topics
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
@@ -156,20 +161,33 @@ class RouteStore:
                 info = topic_queue_mapping_info(raw, reg.name or "")
                 mappings.append((topic, info["bname"],
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)))
-        args: list[Any] = [
-            reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
-            reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp, dv.state_version,
-            -1 if filters is None else len(filters), len(reg.topic_configs),
-            _flag(delete_absent_topics), _flag(return_order_conf), reg.topics_sent,
-            connection or "", len(mappings), *(filters or ()),
-        ]
+        table: list[Any] = []
         for tc in reg.topic_configs:
-            args += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
-                     tc.topic_sys_flag]
+            table += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                      tc.topic_sys_flag]
         for topic, bname, info in mappings:
-            args += [topic, bname, info]
-        status, rest = await self._call("register_broker", args, [
-            self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+            table += [topic, bname, info]
+        digest = hashlib.blake2b(json.dumps([table, delete_absent_topics]).encode(),
+                                 digest_size=16).hexdigest()
+
+        def args(mode: str) -> list[Any]:
+            full = mode == "full"
+            return [reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
+                    reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp,
+                    dv.state_version, -1 if filters is None else len(filters),
+                    len(reg.topic_configs) if full else 0, _flag(delete_absent_topics),
+                    _flag(return_order_conf), reg.topics_sent, connection or "",
+                    len(mappings) if full else 0, digest, mode, *(filters or ()),
+                    *(table if full else ())]
+
+        keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
+        # A big table is first offered as its digest: an unchanged re-registration (a broker's
+        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole.
+        status = "full"
+        if len(reg.topic_configs) >= self.probe_min_topics:
+            status, rest = await self._call("register_broker", args("probe"), keys)
+        if status == "full":
+            status, rest = await self._call("register_broker", args("full"), keys)
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":

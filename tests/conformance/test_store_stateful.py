@@ -76,7 +76,8 @@ class StoreMachine(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.redis = self.run(type(self).connect())
-        self.store = RouteStore(self.redis, "prop")
+        # Every registration is first offered as a digest, so the O(1) path is checked too.
+        self.store = RouteStore(self.redis, "prop", probe_min_topics=0)
         self.run(self.store.load_scripts())
         self.model = RouteModel()
         self.connections: list[tuple[str, str, str, str]] = []

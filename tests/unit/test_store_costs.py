@@ -103,3 +103,13 @@ async def test_heartbeat_changes_no_queue_key(store: RouteStore) -> None:
         assert await store.heartbeat("c1", BIG.addr)
         await store.query_data_version("c1", BIG.addr, DataVersion(1, 100))
     assert await queue_keys() == before
+
+
+async def test_an_unchanged_reregistration_is_constant_work(real_store: RouteStore) -> None:
+    """A broker's 30 s re-registration with the same DataVersion and table touches no per-topic
+    key: a few reads and the live row, whatever its topic count."""
+    s = real_store
+    cmds = await script_commands(s, lambda: s.register_broker(BIG))
+    assert len(cmds) < 40, [c[0] for c in cmds]
+    assert not any(s.keys.queue("topic-1", "big") == c[1] or c[1].startswith(
+        s.keys.prefix + ":queue:") for c in cmds)
