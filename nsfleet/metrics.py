@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -11,6 +19,10 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # The standard process_*, python_info and python_gc_* series, in this worker's registry.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
         self.http_requests = Counter("nsfleet_http_requests", "HTTP requests by route and status",
                                      ["route", "method", "status"], registry=r)
         self.http_latency = Histogram("nsfleet_http_request_seconds", "HTTP request latency",
@@ -26,7 +38,7 @@ class Metrics:
         self.lua_latency = Histogram("nsfleet_lua_call_seconds", "Lua script call latency",
                                      ["script"], buckets=LATENCY_BUCKETS, registry=r)
         self.brokers_alive = Gauge("nsfleet_brokers_alive",
-                                   "Brokers in the deadline set at the last sweep", registry=r)
+                                   "Brokers before their deadline at the last sweep", registry=r)
         self.sweep_removals = Counter("nsfleet_sweep_removals", "Brokers expired by the sweep",
                                       registry=r)
         self.sweep_held = Counter("nsfleet_sweep_held",

@@ -46,7 +46,8 @@ class Sweeper:
                 result: SweepResult = await self.store.sweep(
                     batch=self.batch, guard_share=self.guard_share,
                     guard_max_hold_ms=self.guard_max_hold_ms)
-                self.metrics.brokers_alive.set(result.live - len(result.removed))
+                # Due brokers are past their deadline, removed or held: not alive either way.
+                self.metrics.brokers_alive.set(result.live - result.due)
                 if result.held:
                     self.metrics.sweep_held.inc()
                     log.error("mass expiry held: brokers past their deadline kept",

@@ -266,6 +266,7 @@ async def test_health_metrics_openapi(client: TestClient) -> None:
     assert 'nsfleet_http_requests_total{method="GET",route="/v1/routes/{topic}",status="404"}' \
         in text
     assert "nsfleet_http_request_seconds_bucket" in text
+    assert "process_cpu_seconds_total" in text and "python_info{" in text  # standard collectors
     doc = await _json(await client.get("/openapi.json"), 200)
     assert doc == json.loads(json.dumps(openapi_document()))
 

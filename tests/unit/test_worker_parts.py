@@ -83,6 +83,7 @@ async def test_mass_expiry_is_held_and_logged(store: RouteStore,
     guarded = Sweeper(store, metrics, interval=1, guard_share=0.5, guard_max_hold=60)
     assert await guarded.sweep_once() == 0
     assert metrics.sweep_held._value.get() == 1
+    assert metrics.brokers_alive._value.get() == 2  # the held four are past their deadline
     assert await store.redis.zcard(store.keys.deadlines) == 6
     await asyncio.sleep(0.2)
     bounded = Sweeper(store, metrics, interval=1, guard_share=0.5, guard_max_hold=0.1)
