@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         from nsfleet.analytics.scan import redact
         from nsfleet.analytics.session import get_session
     except ImportError as exc:  # pragma: no cover - the spark extra is part of the test deps
-        console.print(f"[red]nsfleet analytics needs the 'spark' extra "
-                      f"(pip install 'nsfleet[spark]'): {exc}[/red]")
+        # markup=False: rich would read "[spark]" as a style tag and drop it.
+        console.print(f"nsfleet analytics needs the 'spark' extra "
+                      f"(pip install 'nsfleet[spark]'): {exc}", style="red", markup=False)
         return 1
 
     out = Path(args.out)
