@@ -14,7 +14,7 @@ import platformdirs
 from nsfleet.domain import validation
 
 
-def _default_data_dir() -> str:
+def default_data_dir() -> str:
     return str(Path(platformdirs.user_data_dir("nsfleet")) / "redis")
 
 
@@ -47,7 +47,7 @@ class Settings:
 
     @property
     def effective_data_dir(self) -> str:
-        return self.data_dir or _default_data_dir()
+        return self.data_dir or default_data_dir()
 
     def validate(self) -> Settings:
         validation.namespace(self.namespace, "namespace")

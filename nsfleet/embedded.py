@@ -14,6 +14,15 @@ from typing import IO
 from nsfleet.redis_server import RedisServer
 
 PR_SET_PDEATHSIG = 1
+URL_FILE = "redis.url"  # the running embedded Redis's URL, for `nsfleet analytics` and operators
+
+
+def running_url(data_dir: str | Path) -> str | None:
+    """The URL of the embedded Redis a running worker keeps in ``data_dir``, if there is one."""
+    try:
+        return (Path(data_dir) / URL_FILE).read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _die_with_parent() -> None:
@@ -38,9 +47,11 @@ class EmbeddedRedis:
             raise RuntimeError(f"another nsfleet worker uses the embedded Redis in {self.data_dir};"
                                " give this one --data-dir or --redis-url") from None
         self.server.start()
+        (self.data_dir / URL_FILE).write_text(self.server.url + "\n")
         return self.server.url
 
     def stop(self) -> None:
+        (self.data_dir / URL_FILE).unlink(missing_ok=True)
         self.server.stop()
         if self._lock is not None:
             self._lock.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +23,23 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from nsfleet.config import default_data_dir
 from nsfleet.domain import validation
+from nsfleet.embedded import running_url
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 TABLE_NAMES = ("brokers", "groups", "queues", "kv")
+
+
+def default_redis_url(environ: Mapping[str, str]) -> str:
+    """$NSFLEET_REDIS_URL, else the embedded Redis of a worker running with the default data
+    directory (``nsfleet serve`` with no --redis-url writes its URL there), else localhost."""
+    if environ.get("NSFLEET_REDIS_URL"):
+        return environ["NSFLEET_REDIS_URL"]
+    return running_url(default_data_dir()) or DEFAULT_REDIS_URL
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
@@ -39,8 +49,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "analytics", help="report on the fleet with Spark (needs the 'spark' extra and Java 17)",
         description="Read a namespace's route tables from Redis with PySpark and write a report "
                     "folder: Parquet tables, summary.md, summary.json and PNG charts.")
-    p.add_argument("--redis-url", default=os.environ.get("NSFLEET_REDIS_URL", DEFAULT_REDIS_URL),
-                   help=f"Redis URL (default: $NSFLEET_REDIS_URL, else {DEFAULT_REDIS_URL})")
+    p.add_argument("--redis-url", default=None,
+                   help="Redis URL (default: $NSFLEET_REDIS_URL, else the embedded Redis a "
+                        "running `nsfleet serve` keeps in the default data directory, else "
+                        f"{DEFAULT_REDIS_URL})")
     p.add_argument("--namespace", default="default", help="nsfleet namespace (default: default)")
     p.add_argument("--out", default="nsfleet-report", type=Path,
                    help="report folder, created if missing; files in it are replaced "
@@ -103,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                       f"(pip install 'nsfleet[spark]'): {exc}", style="red", markup=False)
         return 1
 
+    args.redis_url = args.redis_url or default_redis_url(os.environ)
     out = Path(args.out)
     # connect, start Spark, one per table read, one per result table, totals, write.
     steps = 2 + len(TABLE_NAMES) + len(job.Analysis.__dataclass_fields__) + 2

@@ -13,6 +13,7 @@ import psutil
 import pytest
 import redis
 
+from nsfleet.embedded import running_url
 from nsfleet.redis_server import RedisServer
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
@@ -135,7 +136,11 @@ def test_serve_with_embedded_redis_cleans_up(tmp_path: Path) -> None:
     assert any("redis-server" in p.name() for p in children)
     assert http("GET", f"{worker.url}/readyz")[0] == 200
     assert http("PUT", f"{worker.url}/v1/kv/ns/k", {"value": "v"})[0] == 200
+    # `nsfleet analytics` with no --redis-url finds this Redis through the data directory.
+    url = running_url(tmp_path / "data")
+    assert url is not None and redis.Redis.from_url(url).ping()
     assert worker.stop(signal.SIGTERM) == 0
+    assert running_url(tmp_path / "data") is None
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, alive
     assert (tmp_path / "data" / "appendonly.aof").exists()

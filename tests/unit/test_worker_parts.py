@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -332,3 +333,16 @@ async def test_concurrent_misses_share_a_read_unless_the_topic_changed(
         assert (await after_change).read.route.queue_datas[0].perm == 4  # type: ignore[union-attr]
     finally:
         await cache.close()
+
+
+def test_analytics_finds_the_redis_to_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$NSFLEET_REDIS_URL first, then a running embedded Redis of the default data directory,
+    then localhost."""
+    from nsfleet.analytics import cli as analytics_cli
+
+    monkeypatch.setattr(analytics_cli, "default_data_dir", lambda: str(tmp_path))
+    assert analytics_cli.default_redis_url({}) == analytics_cli.DEFAULT_REDIS_URL
+    (tmp_path / "redis.url").write_text("redis://127.0.0.1:4242/0\n")
+    assert analytics_cli.default_redis_url({}) == "redis://127.0.0.1:4242/0"
+    assert analytics_cli.default_redis_url({"NSFLEET_REDIS_URL": "redis://h:1/0"}) == \
+        "redis://h:1/0"
