@@ -1,7 +1,8 @@
 """RouteStore: the NameServer's tables in Redis, changed only through the Lua scripts of ``lua/``.
 
-Both front ends (HTTP and RocketMQ remoting) call this one API. Every input is validated here,
-before any script runs, so a rejected call writes nothing.
+The NameServer service (``nsfleet.service.nameserver``) is its only caller. Every input is
+validated here (``nsfleet.domain``), before any script runs, so a rejected call writes nothing;
+redis-py's errors leave it as the domain's StoreUnavailable / StoreFailed.
 """
 
 from __future__ import annotations
