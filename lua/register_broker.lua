@@ -75,17 +75,30 @@ if not old_addr and topics_sent == 1 then return {'rejected'} end
 -- The unchanged re-registration (what every broker sends every 30 s): the same DataVersion and
 -- the same table as the registration that last wrote this broker's topics, whose queue rows have
 -- not changed since (the group's topicsEpoch counts every queue row added or removed by any
--- path), the same member at the same id, the same group meta, and a live row. Java would find
+-- path), the same member at the same id, the same role (writer or not), the same group meta,
+-- and a live row. Java would find
 -- every topic present and unchanged and write no queue data, so none of it is read here: O(1).
+-- "1" when this broker writes its group's queue data (step 9: the master, or a prime slave: a
+-- new-version broker with the lowest id and no master), given the group's members.
+local function writer_flag(ids)
+  if id == '0' then return '1' end
+  if acting_arg == '' then return '0' end
+  for mid in pairs(ids) do
+    if tonumber(mid) < tonumber(id) then return '0' end
+  end
+  return '1'
+end
+
 local bkey = k_broker(cluster, addr)
 local unchanged = false
 if old_addr == addr and rcall('EXISTS', bkey) == 1 then
   local r = rcall('HMGET', k_reg(cluster, addr), 'brokerName', 'tableDigest', 'topicsEpoch',
-    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
+    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer')
   local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
   local acting_now = (acting_arg == 'true') and 'true' or 'false'
   unchanged = r[1] == name and r[2] == digest and r[3] == (g[1] or '0') and r[4] == dv_counter
     and r[5] == dv_ts and r[6] == dv_state and g[2] == acting_now and (g[3] or '') == zone
+    and r[7] == writer_flag(members)
   for mid, maddr in pairs(members) do
     if maddr == addr and mid ~= id then unchanged = false end
   end
@@ -201,7 +214,8 @@ rcall('PEXPIREAT', bkey, fmt(deadline))
 rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation,
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
   'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
-  'tableDigest', digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0')
+  'tableDigest', digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0',
+  'writer', (is_master or is_prime_slave) and '1' or '0')
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
 -- Members of one group may register under different cluster names: routes find each member's
 -- live row under its own.

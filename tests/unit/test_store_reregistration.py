@@ -116,3 +116,16 @@ async def test_a_registration_after_the_row_expired_does_the_full_work(
     await store.register_broker(MASTER)
     assert seen == ["probe", "full"]
     assert await store.pickup_route("T1") is not None
+
+
+async def test_a_slave_that_becomes_a_prime_slave_writes_its_topics(store: RouteStore) -> None:
+    """The same table and DataVersion, but the slave now says it is a new-version broker
+    (enableActingMaster present) with no master left: it writes the queue data (Java's prime
+    slave), so the role is part of what must be unchanged."""
+    slave = replace(MASTER, addr="10.0.0.2:10911", broker_id=1, enable_acting_master=None)
+    await store.register_broker(slave)
+    await store.unregister_broker("c1", MASTER.addr, "g")  # the group keeps its queue data
+    seen = await calls(store)
+    await store.register_broker(replace(slave, enable_acting_master=False))
+    assert seen == ["probe", "full"]
+    assert await store.pickup_route("T1") is not None
