@@ -164,10 +164,12 @@ def test_analytics_rejects_bad_arguments(tmp_path: Path) -> None:
 def test_parser_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NSFLEET_REDIS_URL", raising=False)
     args = parse()
+    # No --redis-url: resolved when the job runs (default_redis_url, tested with the worker
+    # parts): $NSFLEET_REDIS_URL, a running embedded Redis, localhost.
     assert (args.redis_url, args.namespace, args.out, args.master, args.partitions) == (
-        "redis://127.0.0.1:6379/0", "default", Path("nsfleet-report"), "local[*]", None)
-    monkeypatch.setenv("NSFLEET_REDIS_URL", "redis://redis.example:6380/1")
-    assert parse().redis_url == "redis://redis.example:6380/1"
+        None, "default", Path("nsfleet-report"), "local[*]", None)
+    assert parse("--redis-url", "redis://redis.example:6380/1").redis_url == \
+        "redis://redis.example:6380/1"
 
 
 def test_job_functions_on_small_frames(spark: SparkSession) -> None:
