@@ -99,6 +99,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         p.add_argument("topic")
         if action == "put":
             p.add_argument("conf")
+    nc = _command(sub, common, "namesrv-config", "the fleet's NameServer config "
+                  "(getNamesrvConfig, updateNamesrvConfig)", c.namesrv_config)
+    nc_sub = nc.add_subparsers(dest="config_action", required=True, metavar="ACTION")
+    nc_sub.add_parser("get", help="every key and value", parents=[common])
+    p = nc_sub.add_parser("set", help="set key=value pairs fleet-wide", parents=[common])
+    p.add_argument("pairs", nargs="+", metavar="key=value")
     return admin
 
 

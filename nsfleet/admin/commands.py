@@ -14,7 +14,7 @@ from rich.text import Text
 from nsfleet.admin import tables
 from nsfleet.client.http import FleetHttp, path
 from nsfleet.client.queues import parse_order_conf
-from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
 
 @dataclass(slots=True)
@@ -128,3 +128,25 @@ async def add_write_perm(http: FleetHttp, args: argparse.Namespace) -> Output:
                                             "add-write-perm"))).json()
     return Output(data, [Text(f"added the write perm of broker {args.broker} in "
                               f"{data['addTopicCount']} topics")])
+
+
+async def namesrv_config(http: FleetHttp, args: argparse.Namespace) -> Output:
+    """getNamesrvConfig / updateNamesrvConfig (fleet-wide)."""
+    if args.config_action == "get":
+        data = await _get(http, "v1", "namesrv-config")
+        return Output(data, [tables.pairs_table("NameServer config", ("Key", "Value"),
+                                                sorted(data["config"].items()))])
+    values = {}
+    for pair in args.pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"expected key=value, got {pair!r}")
+        values[key] = value
+    data = (await http.request("PUT", path("v1", "namesrv-config"), json_body=values)).json()
+    applied = data["applied"]
+    ignored = sorted(set(values) - set(applied))
+    lines = [Text(f"set {k} = {v}") for k, v in sorted(applied.items())]
+    if ignored:
+        lines.append(Text(f"ignored (unknown keys or values Java cannot parse): "
+                          f"{', '.join(ignored)}"))
+    return Output(data, lines)

@@ -157,6 +157,10 @@ class ConfigBlacklisted(NameServerError):
     def __init__(self, keys: str) -> None:
         super().__init__("Can not update config in black list.", keys)
 
+    @property
+    def message(self) -> str:
+        return f"{self.remark} Refused: {self.detail}"
+
 
 class ConfigUnparsable(NameServerError):
     """UPDATE_NAMESRV_CONFIG's body is not Java Properties text."""

@@ -205,6 +205,17 @@ async def kv_list(request: web.Request) -> web.Response:
     return ok({"table": await _ns(request).kv_list(request.match_info["namespace"])})
 
 
+# --- NameServer config ---------------------------------------------------------------------------
+
+async def get_namesrv_config(request: web.Request) -> web.Response:
+    return ok({"config": _ns(request).config_values()})
+
+
+async def update_namesrv_config(request: web.Request) -> web.Response:
+    values = parse.config_values(await _body(request))
+    return ok({"applied": await _ns(request).update_config_values(values)})
+
+
 # --- health, metrics, docs -----------------------------------------------------------------------
 
 async def livez(request: web.Request) -> web.Response:
@@ -277,6 +288,8 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     r.add_get("/v1/kv/{namespace}/{key}", kv_get)
     r.add_delete("/v1/kv/{namespace}/{key}", kv_delete)
     r.add_get("/v1/kv/{namespace}", kv_list)
+    r.add_get("/v1/namesrv-config", get_namesrv_config)
+    r.add_put("/v1/namesrv-config", update_namesrv_config)
     r.add_get("/livez", livez)
     r.add_get("/readyz", readyz)
     r.add_get("/metrics", metrics)

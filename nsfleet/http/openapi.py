@@ -113,6 +113,10 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
     ("delete", "/v1/kv/{namespace}/{key}", "Delete a KV config value (the namespace stays)", None,
      "deleted", (503,)),
     ("get", "/v1/kv/{namespace}", "A KV namespace's table", None, "table", (404, 503)),
+    ("get", "/v1/namesrv-config", "NamesrvConfig and NettyServerConfig values, as "
+     "GET_NAMESRV_CONFIG lists them", None, "config", (503,)),
+    ("put", "/v1/namesrv-config", "Update NamesrvConfig fleet-wide (UPDATE_NAMESRV_CONFIG's "
+     "blacklist and parsing); body {key: value}", None, "applied", (400, 403, 503)),
     ("get", "/livez", "The process is up", None, "status", ()),
     ("get", "/readyz", "Redis reachable, scripts loaded, not draining", None, "status", (503,)),
     ("get", "/metrics", "Prometheus metrics (text format)", None, "metrics", ()),

@@ -86,3 +86,19 @@ def watched_topics(body: dict[str, Any], limit: int) -> dict[str, str | None]:
         if etag is not None and not isinstance(etag, str):
             raise ValidationError(f"topics.{topic}", "must be an ETag string or null")
     return {topic: None if etag is None else etag.strip('W/"') for topic, etag in topics.items()}
+
+
+def config_values(body: dict[str, Any]) -> dict[str, str]:
+    """NamesrvConfig keys to values, as 318's properties: strings, or numbers and booleans
+    written as Java prints them."""
+    if not body:
+        raise ValidationError("body", "must name at least one key")
+    out = {}
+    for key, value in body.items():
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, int | str):
+            out[key] = str(value)
+        else:
+            raise ValidationError(key, "must be a string, a number or a boolean")
+    return out

@@ -417,6 +417,15 @@ class NameServer:
         """GET_NAMESRV_CONFIG's body."""
         return self.config.properties_text()
 
+    def config_values(self) -> dict[str, str]:
+        """Every NamesrvConfig (and NettyServerConfig) key with its value, as 319 lists them."""
+        return self.config.all_values()
+
+    async def update_config_values(self, values: dict[str, str]) -> dict[str, str]:
+        """UPDATE_NAMESRV_CONFIG with the properties already split: the same blacklist and the
+        same parsing; what was applied fleet-wide."""
+        return await self.config.update(values)
+
     # --- health --------------------------------------------------------------------------------
 
     async def check_store(self) -> None:

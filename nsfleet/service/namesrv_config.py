@@ -132,6 +132,10 @@ class NamesrvConfig:
         """UPDATE_NAMESRV_CONFIG's body (MixAll.string2Properties); ValueError if malformed."""
         return parse_properties(text)
 
+    def all_values(self) -> dict[str, str]:
+        """Every key with its value, the worker's own listenPort and bindAddress included."""
+        return dict(sorted((self.values | self.static).items()))
+
     def properties_text(self) -> str:
         """GET_NAMESRV_CONFIG's body: every key as key=value lines, sorted by key."""
-        return format_properties(self.values | self.static)
+        return format_properties(self.all_values())

@@ -203,3 +203,19 @@ def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit) as info:  # usage errors are argparse's: status 2
         main(["admin", "kv", "put", "only-namespace"])
     assert info.value.code == 2
+
+
+def test_namesrv_config_get_and_set(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """getNamesrvConfig / updateNamesrvConfig from the CLI, fleet-wide, with 318's parsing and
+    blacklist."""
+    config = _json(capsys, fleet, "namesrv-config", "get")["config"]
+    assert config["orderMessageEnable"] == "false" and len(config) == 40
+    out = _json(capsys, fleet, "namesrv-config", "set", "orderMessageEnable=TRUE",
+                "waitSecondsForService=abc")
+    assert out == {"applied": {"orderMessageEnable": "true"}}
+    code, _, err = _run(capsys, fleet, "namesrv-config", "set", "kvConfigPath=/tmp/x")
+    assert code == 1 and "Can not update config in black list." in err
+    code, out_text, _ = _run(capsys, fleet, "namesrv-config", "get")
+    assert code == 0 and "orderMessageEnable" in out_text
+    assert _json(capsys, fleet, "namesrv-config", "get")["config"]["orderMessageEnable"] == "true"
+    _json(capsys, fleet, "namesrv-config", "set", "orderMessageEnable=false")

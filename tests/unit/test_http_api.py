@@ -390,3 +390,18 @@ async def test_a_config_change_that_alters_routes_reaches_long_polls(client: Tes
     resp = await poll
     assert resp.status == 200 and resp.headers["ETag"] != etag
     assert (await resp.json())["orderTopicConf"] == "broker-a:4"
+
+
+async def test_namesrv_config_over_http(client: TestClient) -> None:
+    config = (await _json(await client.get("/v1/namesrv-config"), 200))["config"]
+    assert len(config) == 38 and config["enableTopicList"] == "true"  # no listenPort here
+    out = await _json(await client.put("/v1/namesrv-config", json={
+        "enableTopicList": False, "waitSecondsForService": "abc", "unknownKey": 1}), 200)
+    assert out == {"applied": {"enableTopicList": "false"}}
+    assert (await _json(await client.get("/v1/topics/unit"), 403))["error"].startswith("disable")
+    refused = await _json(await client.put("/v1/namesrv-config",
+                                           json={"configStorePath": "/tmp/x"}), 403)
+    assert refused == {"code": 16, "error": "Can not update config in black list. Refused: "
+                                            "configStorePath"}
+    await _json(await client.put("/v1/namesrv-config", json={"nested": {"a": 1}}), 400)
+    await _json(await client.put("/v1/namesrv-config", json={"enableTopicList": True}), 200)
