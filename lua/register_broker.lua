@@ -28,7 +28,8 @@
     then T groups of 5: topic, readQueueNums, writeQueueNums, perm, topicSysFlag
     then M groups of 3: topic, brokerName of the mapping (bname), TopicQueueMappingInfo JSON
   Output:
-    {"ok", masterAddr|"", haServerAddr|"", generation, kvFlag, k1, v1, k2, v2, ...}
+    {"ok", masterAddr|"", haServerAddr|"", generation, changed, kvFlag, k1, v1, k2, v2, ...}
+      changed "1" when the registration changed the tables (a new broker, topic or value)
       kvFlag "1" when the ORDER_TOPIC_CONFIG namespace exists (then its pairs follow), else "0"
     {"fenced"}   an older stateVersion tried to take over an id (step 6, the stateVersion check
                  of RouteInfoManager.registerBroker): the newcomer's address is removed and
@@ -249,7 +250,7 @@ if nfilters >= 0 then
     for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
   end
 end
-publish_changes()
+local changed = publish_changes() and '1' or '0'
 
 -- Step 13: a slave learns its master's address and HA address.
 local master_addr, master_ha = '', ''
@@ -258,9 +259,9 @@ if not is_master and members['0'] then
   if mha then master_addr, master_ha = members['0'], mha end
 end
 
-local reply = {'ok', master_addr, master_ha, generation, '0'}
+local reply = {'ok', master_addr, master_ha, generation, changed, '0'}
 if want_kv and rcall('SISMEMBER', KEYS[2], 'ORDER_TOPIC_CONFIG') == 1 then
-  reply[5] = '1'
+  reply[6] = '1'
   for _, v in ipairs(rcall('HGETALL', KEYS[3])) do reply[#reply + 1] = v end
 end
 return reply

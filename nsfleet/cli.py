@@ -25,7 +25,7 @@ def _serve(args: argparse.Namespace) -> int:
     from nsfleet import logs
     from nsfleet.worker import serve
 
-    logs.configure(settings.log_format, settings.log_level)
+    logs.configure(settings.log_format, settings.log_level, settings.log_file)
     try:
         import uvloop
 

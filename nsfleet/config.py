@@ -34,6 +34,7 @@ class Settings:
     expiry_guard_max_hold: float = 120.0  # seconds past its deadline the guard may hold a broker
     log_format: str = "console"
     log_level: str = "info"
+    log_file: str = ""  # also log JSON lines to this file, rotated (empty: stderr only)
     drain_timeout: float = 10.0
     long_poll_max: float = 30.0
     max_body_size: int = 16 * 1024 * 1024
@@ -99,6 +100,8 @@ HELP = {
     "expiry_guard_max_hold": "seconds past its deadline the guard may hold a broker, at most",
     "log_format": "json or console",
     "log_level": "debug, info, warning or error",
+    "log_file": "also write the logs (audit trail included) to this file as JSON lines, "
+                "rotated at 50 MiB with 5 old files kept",
     "drain_timeout": "seconds in-flight requests get to finish after SIGTERM",
     "long_poll_max": "longest wait, in seconds, a route long-poll may ask for",
     "max_body_size": "largest HTTP request body, in bytes",

@@ -198,6 +198,7 @@ class RegisterResult:
     generation: int = 0
     fenced: bool = False
     dropped_topics: list[DroppedTopic] = field(default_factory=list)
+    changed: bool = False  # the registration changed the tables (new broker, topic or value)
 
 
 @dataclass(slots=True)

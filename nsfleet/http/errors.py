@@ -15,6 +15,7 @@ from aiohttp import web
 
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Metrics
+from nsfleet.service.audit import client_address
 
 log = structlog.get_logger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -29,6 +30,7 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
+        client_address.set(request.remote or "-")  # the audit trail's "remote"
         route = request.match_info.route.resource
         name = route.canonical if route is not None else "unmatched"
         try:

@@ -29,6 +29,7 @@ from nsfleet.remoting.codec import (
 )
 from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
+from nsfleet.service.audit import client_address
 from nsfleet.service.nameserver import NameServer
 
 log = structlog.get_logger(__name__)
@@ -62,6 +63,7 @@ class RemotingProtocol(asyncio.Protocol):
             self.conn.registrations.clear()
 
     async def _unregister_on_close(self, regs: dict[tuple[str, str], str]) -> None:
+        client_address.set(self.conn.peer)
         # Every broker registered over this connection (Java removes only the first it finds).
         for (cluster, addr), name in regs.items():
             try:
@@ -120,6 +122,7 @@ class RemotingProtocol(asyncio.Protocol):
         ns = self.server.ns
         started = time.perf_counter()
         endpoint = HANDLERS.get(cmd.code)
+        client_address.set(self.conn.peer)  # the audit trail's "remote", for this task only
         try:
             if endpoint is None:
                 response = make_response(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,

@@ -43,6 +43,7 @@ from nsfleet.domain.model import (
 )
 from nsfleet.metrics import Metrics
 from nsfleet.service.acting_master import apply_acting_master
+from nsfleet.service.audit import audit
 from nsfleet.service.namesrv_config import NamesrvConfig
 from nsfleet.service.route_cache import Entry, RouteCache
 from nsfleet.store import RouteStore
@@ -129,6 +130,13 @@ class NameServer:
             return_order_conf=return_kv, connection=connection))
         if result.fenced and return_kv:
             result.kv_table = await self._store.kv_list(ORDER_TOPIC_CONFIG)
+        if result.fenced:
+            audit("registration fenced", cluster=reg.cluster, broker_addr=reg.addr,
+                  broker_name=reg.name, broker_id=reg.broker_id)
+        elif result.changed:
+            audit("broker registered", cluster=reg.cluster, broker_addr=reg.addr,
+                  broker_name=reg.name, broker_id=reg.broker_id, topics=len(reg.topic_configs),
+                  data_version=reg.data_version.to_dict())
         self._note_dropped(reg)
         return result
 
@@ -150,7 +158,10 @@ class NameServer:
     async def unregister_broker(self, cluster: str | None, addr: str | None,
                                 name: str | None) -> int:
         """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
-        return await self._written(self._store.unregister_broker(cluster, addr, name))
+        outcome = await self._written(self._store.unregister_broker(cluster, addr, name))
+        audit("broker unregistered", cluster=cluster, broker_addr=addr, broker_name=name,
+              group_removed=outcome == 1)
+        return outcome
 
     async def connection_closed(self, cluster: str, addr: str, name: str,
                                 connection: str) -> bool:
@@ -159,6 +170,9 @@ class NameServer:
         process: the broker keeps a connection to every worker). True when it went."""
         outcome = await self._written(self._store.unregister_broker(
             cluster, addr, name, closed_connection=connection))
+        if outcome != -1:
+            audit("broker unregistered", reason="its last connection closed", cluster=cluster,
+                  broker_addr=addr, broker_name=name, group_removed=outcome == 1)
         return outcome != -1
 
     def on_broker_expired(self, callback: Callable[[str, str], None]) -> None:
@@ -193,13 +207,17 @@ class NameServer:
         if not validation.is_valid(validation.name, name):
             return 0
         assert name is not None
-        return await self._written(self._store.wipe_write_perm(name))
+        count = await self._written(self._store.wipe_write_perm(name))
+        audit("write perm wiped", broker_name=name, topics=count)
+        return count
 
     async def add_write_perm(self, name: str | None) -> int:
         if not validation.is_valid(validation.name, name):
             return 0
         assert name is not None
-        return await self._written(self._store.add_write_perm(name))
+        count = await self._written(self._store.add_write_perm(name))
+        audit("write perm added", broker_name=name, topics=count)
+        return count
 
     async def broker_member_group(self, name: str | None) -> dict[int, str]:
         """GET_BROKER_MEMBER_GROUP: the group's brokerId -> address map (empty if unknown)."""
@@ -333,7 +351,10 @@ class NameServer:
                 cluster and not validation.is_valid(validation.name, cluster)):
             return 0
         assert topic is not None
-        return await self._written(self._store.delete_topic(topic, cluster or None))
+        removed = await self._written(self._store.delete_topic(topic, cluster or None))
+        if removed:
+            audit("topic deleted", topic=topic, cluster=cluster, queue_datas=removed)
+        return removed
 
     async def create_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
         """A topic created through nsfleet's own API: its name follows TopicValidator and its
@@ -364,7 +385,11 @@ class NameServer:
             known.append(qd)
         if not known:
             return 0
-        return await self._written(self._store.register_topic(topic, known))
+        written = await self._written(self._store.register_topic(topic, known))
+        if written:
+            audit("topic registered", topic=topic, broker_names=[q.broker_name for q in known],
+                  queue_datas=written)
+        return written
 
     # --- KV config -----------------------------------------------------------------------------
 
@@ -372,7 +397,10 @@ class NameServer:
         """``None`` is Java's null value: the namespace exists, the key is absent."""
         if namespace is None or key is None:
             raise KvKeyMissing
-        return await self._written(self._store.kv_put(namespace, key, value))
+        changed = await self._written(self._store.kv_put(namespace, key, value))
+        if changed:
+            audit("kv put", namespace=namespace, key=key, value=value)
+        return changed
 
     async def kv_get(self, namespace: str | None, key: str | None) -> str:
         value = None
@@ -390,7 +418,10 @@ class NameServer:
                 and validation.is_valid(validation.kv_part, key)):
             return False
         assert namespace is not None and key is not None
-        return await self._written(self._store.kv_delete(namespace, key))
+        deleted = await self._written(self._store.kv_delete(namespace, key))
+        if deleted:
+            audit("kv deleted", namespace=namespace, key=key)
+        return deleted
 
     async def kv_list(self, namespace: str | None) -> dict[str, str]:
         table = None
@@ -411,7 +442,7 @@ class NameServer:
             props = self.config.parse(properties_text)
         except ValueError:
             raise ConfigUnparsable from None
-        return await self.config.update(props)
+        return await self.update_config_values(props)
 
     def config_text(self) -> str:
         """GET_NAMESRV_CONFIG's body."""
@@ -424,7 +455,10 @@ class NameServer:
     async def update_config_values(self, values: dict[str, str]) -> dict[str, str]:
         """UPDATE_NAMESRV_CONFIG with the properties already split: the same blacklist and the
         same parsing; what was applied fleet-wide."""
-        return await self.config.update(values)
+        applied = await self.config.update(values)
+        if applied:
+            audit("namesrv config updated", applied=applied)
+        return applied
 
     # --- health --------------------------------------------------------------------------------
 

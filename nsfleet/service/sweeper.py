@@ -11,6 +11,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from nsfleet.metrics import Metrics
+from nsfleet.service.audit import audit
 from nsfleet.store import RouteStore, SweepResult
 
 log = structlog.get_logger(__name__)
@@ -50,12 +51,13 @@ class Sweeper:
                 self.metrics.brokers_alive.set(result.live - result.due)
                 if result.held:
                     self.metrics.sweep_held.inc()
-                    log.error("mass expiry held: brokers past their deadline kept",
+                    log.error("mass expiry held: brokers past their deadline kept", audit=True,
                               due=result.due, live=result.live, share=self.guard_share,
                               held_at_most_s=self.guard_max_hold_ms / 1000,
                               removed_past_the_bound=len(result.removed))
                 for cluster, addr, name in result.removed:
-                    log.info("broker expired", cluster=cluster, broker_addr=addr, broker_name=name)
+                    audit("broker expired", reason="silent past its deadline", cluster=cluster,
+                          broker_addr=addr, broker_name=name)
                 removed += len(result.removed)
                 self.metrics.sweep_removals.inc(len(result.removed))
                 if result.held or len(result.removed) < self.batch:

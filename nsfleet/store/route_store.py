@@ -193,10 +193,11 @@ class RouteStore:
             raise RegistrationRejected
         if status == "fenced":
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
-        master, ha, generation, kv_flag, *kv = rest
+        master, ha, generation, changed, kv_flag, *kv = rest
         return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
                               kv_table=_pairs(kv) if kv_flag == "1" else None,
-                              generation=int(generation), dropped_topics=reg.dropped_topics)
+                              generation=int(generation), dropped_topics=reg.dropped_topics,
+                              changed=changed == "1")
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
                                 closed_connection: str | None = None) -> int:
