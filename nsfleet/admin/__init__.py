@@ -1,8 +1,10 @@
-"""``nsfleet admin``: mqadmin's NameServer commands over the HTTP API of any worker.
+"""``nsfleet admin``: mqadmin's NameServer commands, over an nsfleet worker's HTTP API
+(``--server URL[,URL]``) or over the RocketMQ remoting protocol (``-n host:9876[;host:9876]``,
+mqadmin's form, which also works against a Java NameServer).
 
-Tables for people by default, the worker's JSON with ``--json``. ``--server`` takes a
-comma-separated list of worker URLs and fails over through it. On failure: exit status 1 and one
-line on stderr (the worker's ``error`` when it sent one); 2 for a usage error.
+Tables for people by default, JSON with ``--json`` (the HTTP API's shapes, whichever protocol).
+Both option forms fail over through their list. On failure: exit status 1 and one line on stderr
+naming the protocol and addresses tried; 2 for a usage error.
 
 mqadmin sends KV, write-perm and delete-topic writes to every NameServer in its list; here the
 workers share one Redis, so one successful request reaches the whole fleet.
@@ -20,12 +22,15 @@ from typing import Any
 from rich.console import Console
 
 from nsfleet.admin import commands
+from nsfleet.admin.api import Api, HttpApi, RemotingApi
 from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
+from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable
 
 SERVER_ENV = "NSFLEET_SERVER"
 DESCRIPTION = """\
-mqadmin's NameServer commands over the HTTP API of any nsfleet worker. Tables by default, the
-worker's JSON with --json. --server takes comma-separated worker URLs and fails over through them.
+mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
+the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
+NameServer too). Tables by default, JSON with --json. Both fail over through their list.
 Exit status 1 with one line on stderr on failure, 2 on a usage error."""
 DEFAULT_TIMEOUT = 5.0
 
@@ -34,9 +39,12 @@ def _common() -> argparse.ArgumentParser:
     """Options accepted before and after the command name (SUPPRESS keeps an option given at
     one level from being reset by the other's default)."""
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--server", "-n", default=argparse.SUPPRESS, metavar="URL[,URL...]",
-                   help=f"worker URL(s), comma-separated, tried in order (env {SERVER_ENV}, "
+    p.add_argument("--server", default=argparse.SUPPRESS, metavar="URL[,URL...]",
+                   help=f"worker HTTP URL(s), comma-separated, tried in order (env {SERVER_ENV}, "
                         f"default {DEFAULT_SERVER})")
+    p.add_argument("--namesrv-addr", "-n", default=argparse.SUPPRESS, metavar="HOST:PORT[;...]",
+                   help="speak the RocketMQ remoting protocol to these NameServer addresses "
+                        "(mqadmin's -n), instead of the HTTP API")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the worker's JSON instead of tables")
     p.add_argument("--timeout", type=float, default=argparse.SUPPRESS, metavar="S",
@@ -109,18 +117,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 async def _execute(args: argparse.Namespace) -> commands.Output:
-    servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
-    http = FleetHttp(servers, timeout=getattr(args, "timeout", DEFAULT_TIMEOUT))
+    timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
+    api: Api
+    if getattr(args, "namesrv_addr", None):
+        api = RemotingApi(NamesrvClient(args.namesrv_addr, timeout=timeout))
+    else:
+        servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+        api = HttpApi(FleetHttp(servers, timeout=timeout))
     try:
-        return await args.handler(http, args)
+        return await args.handler(api, args)
     finally:
-        await http.close()
+        await api.close()
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         out = asyncio.run(_execute(args))
-    except (ApiError, FleetUnavailable, ValueError) as exc:
+    except FleetUnavailable as exc:
+        print(f"nsfleet admin {args.admin_command}: over HTTP, {' '.join(str(exc).split())}; "
+              "for a NameServer's remoting port (9876) use -n HOST:9876", file=sys.stderr)
+        return 1
+    except (ApiError, RemotingUnavailable, ValueError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the worker sent
         print(f"nsfleet admin {args.admin_command}: {message}", file=sys.stderr)
         return 1

@@ -1,5 +1,5 @@
-"""The admin commands: each sends its requests through FleetHttp and returns an Output (the
-worker's JSON for ``--json``, renderables for people)."""
+"""The admin commands: each asks through an Api (HTTP or remoting) and returns an Output (the
+HTTP API's JSON shapes for ``--json``, renderables for people)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from nsfleet.admin import tables
-from nsfleet.client.http import FleetHttp, path
+from nsfleet.admin.api import Api
 from nsfleet.client.queues import parse_order_conf
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
@@ -23,117 +23,110 @@ class Output:
     show: list[RenderableType] = field(default_factory=list)
 
 
-Command = Callable[[FleetHttp, argparse.Namespace], Awaitable[Output]]
+Command = Callable[[Api, argparse.Namespace], Awaitable[Output]]
 
 
-async def _get(http: FleetHttp, *parts: str, **params: str) -> Any:
-    return (await http.request("GET", path(*parts), params=params or None)).json()
-
-
-async def cluster_list(http: FleetHttp, args: argparse.Namespace) -> Output:
-    info = await _get(http, "v1", "cluster-info")
-    live = (await _get(http, "v1", "brokers"))["brokers"]
+async def cluster_list(api: Api, args: argparse.Namespace) -> Output:
+    info = await api.cluster_info()
+    live = await api.brokers() or []  # over remoting: no heartbeat ages
     return Output(info, [tables.cluster_table(info, live)])
 
 
-async def broker_list(http: FleetHttp, args: argparse.Namespace) -> Output:
-    data = await _get(http, "v1", "brokers")
-    return Output(data, [tables.broker_table(data["brokers"])])
+async def broker_list(api: Api, args: argparse.Namespace) -> Output:
+    brokers = await api.brokers()
+    if brokers is None:
+        raise ValueError("the live-broker table (heartbeat ages, deadlines) is only on an nsfleet "
+                         "worker's HTTP API: use --server http://HOST:8080")
+    data = {"brokers": brokers}
+    return Output(data, [tables.broker_table(brokers)])
 
 
-async def topic_route(http: FleetHttp, args: argparse.Namespace) -> Output:
-    route = await _get(http, "v1", "routes", args.topic)
+async def topic_route(api: Api, args: argparse.Namespace) -> Output:
+    route = await api.route(args.topic)
     return Output(route, list(tables.route_tables(args.topic, route)))
 
 
-async def topic_list(http: FleetHttp, args: argparse.Namespace) -> Output:
-    if args.cluster:
-        data = await _get(http, "v1", "clusters", args.cluster, "topics")
-        title = f"Topics of cluster {args.cluster}"
-    else:
-        data = await _get(http, "v1", "topics")
-        title = "Topics"
+async def topic_list(api: Api, args: argparse.Namespace) -> Output:
+    data = await api.topics(args.cluster)
+    title = f"Topics of cluster {args.cluster}" if args.cluster else "Topics"
     return Output(data, [tables.list_table(title, "Topic", data["topicList"])])
 
 
-async def topic_cluster_list(http: FleetHttp, args: argparse.Namespace) -> Output:
-    route = await _get(http, "v1", "routes", args.topic)
+async def topic_cluster_list(api: Api, args: argparse.Namespace) -> Output:
+    route = await api.route(args.topic)
     clusters = sorted({b["cluster"] for b in route.get("brokerDatas", [])})
     return Output({"clusterList": clusters},
                   [tables.list_table(f"Clusters of {args.topic}", "Cluster", clusters)])
 
 
-async def delete_topic(http: FleetHttp, args: argparse.Namespace) -> Output:
-    params = {"cluster": args.cluster} if args.cluster else None
-    data = (await http.request("DELETE", path("v1", "topics", args.topic), params=params)).json()
+async def delete_topic(api: Api, args: argparse.Namespace) -> Output:
+    data = await api.delete_topic(args.topic, args.cluster)
     scope = f" in cluster {args.cluster}" if args.cluster else ""
+    removed = data["removedQueueDatas"]
+    count = "" if removed is None else f": {removed} queue data removed"
     # mqadmin deleteTopic also deletes it on the brokers; without that, a broker's next
     # registration brings the topic back.
-    return Output(data, [Text(f"deleted topic {args.topic}{scope}: "
-                              f"{data['removedQueueDatas']} queue data removed")])
+    return Output(data, [Text(f"deleted topic {args.topic}{scope}{count}")])
 
 
-async def _kv_get(http: FleetHttp, namespace: str, key: str) -> Output:
-    data = await _get(http, "v1", "kv", namespace, key)
+async def _kv_put(api: Api, namespace: str, key: str, value: str) -> Output:
+    data = await api.kv_put(namespace, key, value)
+    return Output(data, [Text(f"put {namespace} {key} = {value}"
+                              + (" (unchanged)" if data.get("changed") is False else ""))])
+
+
+async def _kv_delete(api: Api, namespace: str, key: str) -> Output:
+    data = await api.kv_delete(namespace, key)
+    return Output(data, [Text(f"{namespace} {key} was not set" if data.get("deleted") is False
+                              else f"deleted {namespace} {key}")])
+
+
+async def _kv_get(api: Api, namespace: str, key: str) -> Output:
+    data = await api.kv_get(namespace, key)
     return Output(data, [Text(data["value"])])
 
 
-async def _kv_put(http: FleetHttp, namespace: str, key: str, value: str) -> Output:
-    reply = await http.request("PUT", path("v1", "kv", namespace, key), json_body={"value": value})
-    data = reply.json()
-    return Output(data, [Text(f"put {namespace} {key} = {value}"
-                              + ("" if data.get("changed", True) else " (unchanged)"))])
-
-
-async def _kv_delete(http: FleetHttp, namespace: str, key: str) -> Output:
-    data = (await http.request("DELETE", path("v1", "kv", namespace, key))).json()
-    return Output(data, [Text(f"deleted {namespace} {key}" if data.get("deleted")
-                              else f"{namespace} {key} was not set")])
-
-
-async def kv(http: FleetHttp, args: argparse.Namespace) -> Output:
+async def kv(api: Api, args: argparse.Namespace) -> Output:
     if args.kv_action == "get":
-        return await _kv_get(http, args.namespace, args.key)
+        return await _kv_get(api, args.namespace, args.key)
     if args.kv_action == "put":
-        return await _kv_put(http, args.namespace, args.key, args.value)
+        return await _kv_put(api, args.namespace, args.key, args.value)
     if args.kv_action == "delete":
-        return await _kv_delete(http, args.namespace, args.key)
-    data = await _get(http, "v1", "kv", args.namespace)
+        return await _kv_delete(api, args.namespace, args.key)
+    data = await api.kv_list(args.namespace)
     rows = sorted(data["table"].items())
     return Output(data, [tables.pairs_table(f"KV namespace {args.namespace} ({len(rows)})",
                                             ("Key", "Value"), rows)])
 
 
-async def order_conf(http: FleetHttp, args: argparse.Namespace) -> Output:
+async def order_conf(api: Api, args: argparse.Namespace) -> Output:
     if args.order_action == "get":
-        return await _kv_get(http, ORDER_TOPIC_CONFIG, args.topic)
+        return await _kv_get(api, ORDER_TOPIC_CONFIG, args.topic)
     if args.order_action == "put":
         # Checked here because a malformed value breaks every Java producer of the topic
         # (Integer.parseInt in topicRouteData2TopicPublishInfo); mqadmin does not check.
         if not parse_order_conf(args.conf):
             raise ValueError("orderConf is empty; expected brokerName:queueNums;...")
-        return await _kv_put(http, ORDER_TOPIC_CONFIG, args.topic, args.conf)
-    return await _kv_delete(http, ORDER_TOPIC_CONFIG, args.topic)
+        return await _kv_put(api, ORDER_TOPIC_CONFIG, args.topic, args.conf)
+    return await _kv_delete(api, ORDER_TOPIC_CONFIG, args.topic)
 
 
-async def wipe_write_perm(http: FleetHttp, args: argparse.Namespace) -> Output:
-    data = (await http.request("POST", path("v1", "brokers", args.broker,
-                                            "wipe-write-perm"))).json()
+async def wipe_write_perm(api: Api, args: argparse.Namespace) -> Output:
+    data = await api.write_perm(args.broker, wipe=True)
     return Output(data, [Text(f"wiped the write perm of broker {args.broker} in "
                               f"{data['wipeTopicCount']} topics")])
 
 
-async def add_write_perm(http: FleetHttp, args: argparse.Namespace) -> Output:
-    data = (await http.request("POST", path("v1", "brokers", args.broker,
-                                            "add-write-perm"))).json()
+async def add_write_perm(api: Api, args: argparse.Namespace) -> Output:
+    data = await api.write_perm(args.broker, wipe=False)
     return Output(data, [Text(f"added the write perm of broker {args.broker} in "
                               f"{data['addTopicCount']} topics")])
 
 
-async def namesrv_config(http: FleetHttp, args: argparse.Namespace) -> Output:
-    """getNamesrvConfig / updateNamesrvConfig (fleet-wide)."""
+async def namesrv_config(api: Api, args: argparse.Namespace) -> Output:
+    """getNamesrvConfig / updateNamesrvConfig (fleet-wide on nsfleet)."""
     if args.config_action == "get":
-        data = await _get(http, "v1", "namesrv-config")
+        data = await api.config_get()
         return Output(data, [tables.pairs_table("NameServer config", ("Key", "Value"),
                                                 sorted(data["config"].items()))])
     values = {}
@@ -142,10 +135,12 @@ async def namesrv_config(http: FleetHttp, args: argparse.Namespace) -> Output:
         if not sep or not key:
             raise ValueError(f"expected key=value, got {pair!r}")
         values[key] = value
-    data = (await http.request("PUT", path("v1", "namesrv-config"), json_body=values)).json()
+    data = await api.config_set(values)
     applied = data["applied"]
-    ignored = sorted(set(values) - set(applied))
+    if applied is None:  # the remoting answer does not say
+        return Output(data, [Text(f"sent {k} = {v}") for k, v in sorted(values.items())])
     lines = [Text(f"set {k} = {v}") for k, v in sorted(applied.items())]
+    ignored = sorted(set(values) - set(applied))
     if ignored:
         lines.append(Text(f"ignored (unknown keys or values Java cannot parse): "
                           f"{', '.join(ignored)}"))

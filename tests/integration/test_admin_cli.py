@@ -161,9 +161,58 @@ def test_options_after_the_command_and_failover(fleet: Fleet,
     code = main(["admin", "topic-list", "--json", "--server", f"{dead},{fleet.urls[1]}"])
     out, _ = capsys.readouterr()
     assert code == 0 and "TopicTest" in json.loads(out)["topicList"]
-    code = main(["admin", "--json", "kv", "get", "-n", f"{dead},{fleet.urls[0]}", "cli-ns",
+    code = main(["admin", "--json", "kv", "get", "--server", f"{dead},{fleet.urls[0]}", "cli-ns",
                  "k2"])
     assert code == 0 and json.loads(capsys.readouterr().out) == {"value": "two"}
+
+
+def _remoting(capsys: pytest.CaptureFixture[str], fleet: Fleet, *argv: str) -> tuple[int, str,
+                                                                                        str]:
+    dead = f"127.0.0.1:{free_port()}"
+    addrs = f"{dead};127.0.0.1:{fleet.settings[1].remoting_port}"  # mqadmin's -n, failing over
+    code = main(["admin", "-n", addrs, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_command_over_the_remoting_protocol(fleet: Fleet,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """nsfleet admin -n host:9876 speaks RocketMQ remoting, as mqadmin does, with the same JSON
+    as over HTTP where the remoting answer carries it."""
+    def ok(*argv: str) -> Any:
+        code, out, err = _remoting(capsys, fleet, *argv, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    http_info = _json(capsys, fleet, "cluster-list")
+    assert ok("cluster-list") == {k: http_info[k] for k in ("brokerAddrTable",
+                                                            "clusterAddrTable")}
+    assert ok("topic-route", "TopicTest") == _json(capsys, fleet, "topic-route", "TopicTest")
+    assert "TopicTest" in ok("topic-list")["topicList"]
+    assert ok("topic-cluster-list", "TopicTest") == _json(capsys, fleet, "topic-cluster-list",
+                                                          "TopicTest")
+    ok("kv", "put", "rem-ns", "k", "v")
+    assert ok("kv", "get", "rem-ns", "k") == {"value": "v"}
+    assert ok("kv", "list", "rem-ns") == {"table": {"k": "v"}}
+    ok("kv", "delete", "rem-ns", "k")
+    assert len(ok("namesrv-config", "get")["config"]) == 40
+    assert ok("wipe-write-perm", "no-such-broker") == {"wipeTopicCount": 0}
+    code, _, err = _remoting(capsys, fleet, "topic-route", "NoSuchTopic")
+    assert code == 1 and "No topic route info in name server for the topic: NoSuchTopic" in err
+    code, _, err = _remoting(capsys, fleet, "broker-list")
+    assert code == 1 and "--server" in err
+
+
+def test_wrong_port_errors_name_the_protocol_and_the_other_option(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    remoting = f"127.0.0.1:{fleet.settings[0].remoting_port}"
+    http_port = fleet.urls[0].rsplit(":", 1)[1]
+    code = main(["admin", "--server", f"http://{remoting}", "--timeout", "2", "cluster-list"])
+    err = capsys.readouterr().err
+    assert code == 1 and "over HTTP" in err and "-n HOST:9876" in err and err.count("\n") == 1
+    code = main(["admin", "-n", f"127.0.0.1:{http_port}", "--timeout", "2", "cluster-list"])
+    err = capsys.readouterr().err
+    assert code == 1 and "remoting protocol" in err and "--server" in err
 
 
 class _Unavailable(BaseHTTPRequestHandler):
@@ -195,7 +244,7 @@ def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixtu
         code = main(["admin", "cluster-list"])
         _, err = capsys.readouterr()
         assert code == 1 and err.count("\n") == 1
-        assert err.startswith("nsfleet admin cluster-list: no nsfleet worker answered")
+        assert err.startswith("nsfleet admin cluster-list: over HTTP, no nsfleet worker answered")
         assert "503 draining" in err
     finally:
         server.shutdown()

@@ -1,0 +1,92 @@
+"""A small RocketMQ remoting client for NameServer admin requests (what mqadmin's ``-n`` does):
+one request per connection, JSON headers, failing over through ``host:port;host:port``. It works
+against nsfleet workers and Java NameServers alike."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Sequence
+
+from nsfleet.client.http import ApiError
+from nsfleet.remoting.codec import (
+    CURRENT_VERSION,
+    FrameDecoder,
+    ProtocolError,
+    RemotingCommand,
+    SerializeType,
+    encode_frame,
+)
+
+_opaque = itertools.count(1)
+
+
+class RemotingUnavailable(Exception):
+    """No NameServer address answered over the remoting protocol."""
+
+    def __init__(self, errors: Sequence[tuple[str, str]]) -> None:
+        tried = "; ".join(f"{addr}: {why}" for addr, why in errors)
+        super().__init__(f"no NameServer answered over the RocketMQ remoting protocol ({tried}); "
+                         "for an nsfleet worker's HTTP API use --server http://HOST:8080")
+        self.errors = list(errors)
+
+
+class RemotingError(ApiError):
+    """The NameServer answered a response code other than SUCCESS."""
+
+    def __init__(self, code: int, remark: str | None) -> None:
+        super().__init__(0, code, f"response code {code}: {remark or ''}".rstrip(": "))
+
+
+def parse_addrs(addrs: str) -> list[str]:
+    """mqadmin's ``-n``: ``host:port`` entries separated by ``;`` (or ``,``)."""
+    out = [a.strip() for a in addrs.replace(",", ";").split(";") if a.strip()]
+    if not out:
+        raise ValueError("no NameServer address given")
+    for addr in out:
+        host, _, port = addr.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{addr!r} is not host:port")
+    return out
+
+
+class NamesrvClient:
+    def __init__(self, addrs: str, *, timeout: float = 5.0) -> None:
+        self.addrs = parse_addrs(addrs)
+        self.timeout = timeout
+
+    async def call(self, code: int, ext_fields: dict[str, str] | None = None,
+                   body: bytes | None = None) -> RemotingCommand:
+        """The response to one request; RemotingUnavailable when no address answers."""
+        errors: list[tuple[str, str]] = []
+        for addr in self.addrs:
+            request = RemotingCommand(code=code, language="PYTHON", version=CURRENT_VERSION,
+                                      opaque=next(_opaque), ext_fields=ext_fields, body=body,
+                                      serialize_type=SerializeType.JSON)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    return await self._exchange(addr, request)
+            except (OSError, TimeoutError, ProtocolError, EOFError) as exc:
+                errors.append((addr, str(exc) or type(exc).__name__))
+        raise RemotingUnavailable(errors)
+
+    async def _exchange(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        host, _, port = addr.rpartition(":")
+        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        try:
+            writer.write(encode_frame(request))
+            await writer.drain()
+            decoder = FrameDecoder()
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    raise EOFError("the connection closed before an answer (not a remoting "
+                                   "port?)")
+                for cmd in decoder.feed(data):
+                    if cmd.is_response and cmd.opaque == request.opaque:
+                        return cmd
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
