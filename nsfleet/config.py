@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import platformdirs
 
 from nsfleet.domain import validation
+from nsfleet.domain.java_properties import parse_properties
 
 
 def default_data_dir() -> str:
@@ -41,6 +42,7 @@ class Settings:
     max_frame_size: int = 16 * 1024 * 1024
     route_cache: bool = True
     data_dir: str = ""
+    namesrv_config_file: str = ""  # a Java NameServer's -c file (namesrv.properties)
 
     @property
     def embedded_redis(self) -> bool:
@@ -108,6 +110,10 @@ HELP = {
     "max_frame_size": "largest remoting frame, in bytes (the connection is closed above it)",
     "route_cache": "cache routes in the worker, invalidated through Redis pub/sub",
     "data_dir": "embedded Redis data directory",
+    "namesrv_config_file": "a Java NameServer's properties file (mqnamesrv -c): its "
+                           "listenPort, bindAddress and scanNotActiveBrokerInterval set this "
+                           "worker's defaults, its NamesrvConfig keys are applied fleet-wide at "
+                           "start; keys nsfleet does not implement are named and ignored",
 }
 
 
@@ -119,14 +125,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per setting; unset flags fall back to the environment, then to the default."""
     defaults = Settings()
     for f in fields(Settings):
-        flag = "--" + f.name.replace("_", "-")
+        flags = ["--" + f.name.replace("_", "-")]
+        if f.name == "namesrv_config_file":
+            flags.append("-c")  # mqnamesrv -c
         default = getattr(defaults, f.name)
         help_ = f"{HELP[f.name]} (env {env_name(f.name)}, default {default!r})"
         if isinstance(default, bool):
-            parser.add_argument(flag, dest=f.name, default=None,
+            parser.add_argument(*flags, dest=f.name, default=None,
                                 action=argparse.BooleanOptionalAction, help=help_)
         else:
-            parser.add_argument(flag, dest=f.name, default=None, type=type(default), help=help_)
+            parser.add_argument(*flags, dest=f.name, default=None, type=type(default),
+                                help=help_)
 
 
 def _parse_env(raw: str, default: object, name: str) -> object:
@@ -143,8 +152,30 @@ def _parse_env(raw: str, default: object, name: str) -> object:
         raise validation.ValidationError(name, f"{raw!r} is not a valid {kind}") from None
 
 
+# A Java NameServer's -c keys that set this worker's own settings: key -> (setting, conversion).
+JAVA_WORKER_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "listenPort": ("remoting_port", int),
+    "bindAddress": ("host", str),
+    "scanNotActiveBrokerInterval": ("sweep_interval", lambda ms: int(ms) / 1000),
+}
+
+
+def read_namesrv_properties(path: str) -> dict[str, str]:
+    """The file's Java Properties (ValidationError when it cannot be read)."""
+    try:
+        text = Path(path).read_text(encoding="latin-1")  # Properties.load(InputStream)
+    except OSError as exc:
+        raise validation.ValidationError("namesrv-config-file", str(exc)) from None
+    try:
+        return parse_properties(text)
+    except ValueError as exc:
+        raise validation.ValidationError("namesrv-config-file", str(exc)) from None
+
+
 def load(args: argparse.Namespace | None = None,
          environ: Mapping[str, str] | None = None) -> Settings:
+    """Flags, then ``NSFLEET_*`` variables, then a Java NameServer's -c file's worker keys, then
+    the defaults."""
     environ = os.environ if environ is None else environ
     defaults = Settings()
     values: dict[str, object] = {}
@@ -155,4 +186,13 @@ def load(args: argparse.Namespace | None = None,
         elif env_name(f.name) in environ:
             values[f.name] = _parse_env(environ[env_name(f.name)], getattr(defaults, f.name),
                                         env_name(f.name))
+    if values.get("namesrv_config_file"):
+        props = read_namesrv_properties(str(values["namesrv_config_file"]))
+        for key, (name, convert) in JAVA_WORKER_KEYS.items():
+            if key in props and name not in values:
+                try:
+                    values[name] = convert(props[key].strip())
+                except ValueError:
+                    raise validation.ValidationError(
+                        key, f"{props[key]!r} in {values['namesrv_config_file']}") from None
     return Settings(**values).validate()  # type: ignore[arg-type]

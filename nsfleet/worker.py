@@ -17,14 +17,14 @@ import structlog
 from aiohttp import web
 from redis.exceptions import RedisError
 
-from nsfleet.config import Settings
+from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
 from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.metrics import Metrics
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.service.nameserver import NameServer
-from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
 from nsfleet.service.presence import WorkerPresence
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
@@ -92,6 +92,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         server_info = await _wait_for_redis(store, config, stop)
         if server_info is None:
             return 0
+        if settings.namesrv_config_file:
+            await _apply_namesrv_file(settings.namesrv_config_file, config)
         app[STATE_KEY]["scripts_loaded"] = True
         await presence.start()
         await cache.start()
@@ -131,6 +133,21 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             await asyncio.to_thread(embedded.stop)
         log.info("nsfleet worker stopped")
     return 0
+
+
+async def _apply_namesrv_file(path: str, config: NamesrvConfig) -> None:
+    """A Java NameServer's -c file: its NamesrvConfig keys apply fleet-wide (as they configure
+    a Java NameServer at start), the worker keys were read with the settings; name the rest."""
+    props = read_namesrv_properties(path)
+    local_only = ALWAYS_BLACKLISTED  # file paths and the blacklist: Java-process settings
+    applied = await config.update({k: v for k, v in props.items()
+                                   if k in DEFAULTS and k not in local_only})
+    ignored = sorted(set(props) - set(applied) - set(JAVA_WORKER_KEYS))
+    log.info("namesrv config file read", path=path, applied=applied,
+             worker_settings=sorted(set(props) & set(JAVA_WORKER_KEYS)))
+    if ignored:
+        log.warning("namesrv config file keys ignored (not implemented, local to a Java "
+                    "process, or not parsable)", path=path, keys=ignored)
 
 
 async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,

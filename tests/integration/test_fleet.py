@@ -172,3 +172,20 @@ def test_worker_refuses_an_evicting_redis(tmp_path: Path) -> None:
         worker = WorkerProcess({"NSFLEET_REDIS_URL": server.url}, tmp_path / "w.log")
         with pytest.raises(RuntimeError, match="maxmemory-policy"):
             worker.start()
+
+
+def test_a_java_namesrv_properties_file(redis_server: RedisServer, tmp_path: Path) -> None:
+    """nsfleet serve -c namesrv.properties: NamesrvConfig keys apply fleet-wide at start, the
+    keys nsfleet does not implement are named in the log."""
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("orderMessageEnable=true\nwaitSecondsForService=abc\n"
+                    "kvConfigPath=/opt/kv.json\nclientCallbackExecutorThreads=4\n")
+    worker = WorkerProcess({"NSFLEET_REDIS_URL": redis_server.url, "NSFLEET_NAMESPACE": "javaconf",
+                            "NSFLEET_NAMESRV_CONFIG_FILE": str(conf)}, tmp_path / "w.log").start()
+    try:
+        config = http("GET", f"{worker.url}/v1/namesrv-config")[1]["config"]
+        assert config["orderMessageEnable"] == "true" and config["waitSecondsForService"] == "45"
+    finally:
+        assert worker.stop() == 0
+    log = (tmp_path / "w.log").read_text()
+    assert "namesrv config file keys ignored" in log and "clientCallbackExecutorThreads" in log

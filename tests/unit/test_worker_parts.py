@@ -346,3 +346,20 @@ def test_analytics_finds_the_redis_to_read(tmp_path: Path, monkeypatch: pytest.M
     assert analytics_cli.default_redis_url({}) == "redis://127.0.0.1:4242/0"
     assert analytics_cli.default_redis_url({"NSFLEET_REDIS_URL": "redis://h:1/0"}) == \
         "redis://h:1/0"
+
+
+def test_a_java_namesrv_properties_file_sets_worker_defaults(tmp_path: Path) -> None:
+    """mqnamesrv -c: listenPort, bindAddress and scanNotActiveBrokerInterval become this
+    worker's settings unless a flag or NSFLEET_* variable says otherwise."""
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=19876\nbindAddress=127.0.0.1\nscanNotActiveBrokerInterval=2000\n"
+                    "orderMessageEnable=true\nkvConfigPath=/opt/kv.json\n")
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    s = config.load(parser.parse_args(["-c", str(conf)]), {})
+    assert (s.remoting_port, s.host, s.sweep_interval) == (19876, "127.0.0.1", 2.0)
+    s = config.load(parser.parse_args(["-c", str(conf), "--remoting-port", "9000"]),
+                    {"NSFLEET_HOST": "0.0.0.0"})
+    assert (s.remoting_port, s.host) == (9000, "0.0.0.0")
+    with pytest.raises(ValidationError):
+        config.load(parser.parse_args(["-c", str(tmp_path / "missing")]), {})
