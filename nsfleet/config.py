@@ -41,6 +41,7 @@ class Settings:
     max_body_size: int = 16 * 1024 * 1024
     max_frame_size: int = 16 * 1024 * 1024
     route_cache: bool = True
+    ui: bool = True  # the read-only console at /ui
     data_dir: str = ""
     namesrv_config_file: str = ""  # a Java NameServer's -c file (namesrv.properties)
 
@@ -110,6 +111,7 @@ HELP = {
     "max_frame_size": "largest remoting frame, in bytes (the connection is closed above it)",
     "route_cache": "cache routes in the worker, invalidated through Redis pub/sub",
     "data_dir": "embedded Redis data directory",
+    "ui": "serve the read-only fleet console at /ui on the HTTP port",
     "namesrv_config_file": "a Java NameServer's properties file (mqnamesrv -c): its "
                            "listenPort, bindAddress and scanNotActiveBrokerInterval set this "
                            "worker's defaults, its NamesrvConfig keys are applied fleet-wide at "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -216,6 +217,34 @@ async def update_namesrv_config(request: web.Request) -> web.Response:
     return ok({"applied": await _ns(request).update_config_values(values)})
 
 
+# --- the fleet at a glance (the console) ---------------------------------------------------------
+
+UI_DIR = Path(__file__).parent / "ui"
+
+
+async def fleet_changes(request: web.Request) -> web.Response:
+    ns = _ns(request)
+    raw = request.query.get("since", "0")
+    try:
+        since = int(raw)
+    except ValueError:
+        raise ValidationError("since", f"{raw!r} is not a change counter") from None
+    wait = _wait_seconds(request, ns.settings.long_poll_max)
+    return ok({"rev": await ns.fleet_changes(since, wait)})
+
+
+async def kv_namespaces(request: web.Request) -> web.Response:
+    return ok({"namespaces": await _ns(request).kv_namespaces()})
+
+
+async def status(request: web.Request) -> web.Response:
+    return ok(_ns(request).status())
+
+
+async def ui_index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(UI_DIR / "index.html")
+
+
 # --- health, metrics, docs -----------------------------------------------------------------------
 
 async def livez(request: web.Request) -> web.Response:
@@ -288,6 +317,12 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     r.add_get("/v1/kv/{namespace}/{key}", kv_get)
     r.add_delete("/v1/kv/{namespace}/{key}", kv_delete)
     r.add_get("/v1/kv/{namespace}", kv_list)
+    r.add_get("/v1/changes", fleet_changes)
+    r.add_get("/v1/kv", kv_namespaces)
+    r.add_get("/v1/status", status)
+    if ns.settings.ui:
+        r.add_get("/ui", ui_index)
+        r.add_static("/ui/static", UI_DIR)
     r.add_get("/v1/namesrv-config", get_namesrv_config)
     r.add_put("/v1/namesrv-config", update_namesrv_config)
     r.add_get("/livez", livez)

@@ -117,6 +117,15 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "GET_NAMESRV_CONFIG lists them", None, "config", (503,)),
     ("put", "/v1/namesrv-config", "Update NamesrvConfig fleet-wide (UPDATE_NAMESRV_CONFIG's "
      "blacklist and parsing); body {key: value}", None, "applied", (400, 403, 503)),
+    ("get", "/v1/changes", "Long-poll the fleet's change counter: ?since=N&wait=S answers "
+     "{rev} once it differs from N, or after S seconds", None, "rev", (400, 503)),
+    ("get", "/v1/kv", "The KV namespaces", None, "namespaces", (503,)),
+    ("get", "/v1/status", "This worker: its id, its sweeps' removals and guard holds, uptime",
+     None, "workerId, sweepHeld, sweepRemovals, uptimeSeconds", ()),
+    ("get", "/ui", "The read-only fleet console (HTML; off with --no-ui)", None, "HTML page",
+     ()),
+    ("get", "/ui/static", "The console's script and style sheet (/ui/static/<file>)", None,
+     "static file", (404,)),
     ("get", "/livez", "The process is up", None, "status", ()),
     ("get", "/readyz", "Redis reachable, scripts loaded, not draining", None, "status", (503,)),
     ("get", "/metrics", "Prometheus metrics (text format)", None, "metrics", ()),

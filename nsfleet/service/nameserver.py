@@ -460,6 +460,29 @@ class NameServer:
             audit("namesrv config updated", applied=applied)
         return applied
 
+    # --- the fleet at a glance (the console) ----------------------------------------------------
+
+    async def fleet_changes(self, since: int, wait: float) -> int:
+        """Long-poll the fleet's change counter: its value once it differs from ``since``, or
+        after ``wait`` seconds (a deadline passing moves no counter: pollers also refresh on a
+        timer)."""
+        current = await self._store.rev()
+        if current != since or wait <= 0:
+            return current
+        await self._cache.wait_for_any_change(wait)
+        return await self._store.rev()
+
+    async def kv_namespaces(self) -> list[str]:
+        return await self._store.kv_namespaces()
+
+    def status(self) -> dict[str, object]:
+        """This worker's view: its id and what its sweeps did (guard holds included)."""
+        sample = self.metrics.registry.get_sample_value
+        return {"workerId": self.worker_id,
+                "sweepHeld": int(sample("nsfleet_sweep_held_total") or 0),
+                "sweepRemovals": int(sample("nsfleet_sweep_removals_total") or 0),
+                "uptimeSeconds": round(time.monotonic() - self.started, 1)}
+
     # --- health --------------------------------------------------------------------------------
 
     async def check_store(self) -> None:

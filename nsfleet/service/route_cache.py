@@ -80,6 +80,7 @@ class RouteCache:
         self._changed_at: dict[str, int] = {}  # topic -> _seq of its last invalidation,
         # kept only while fills are in flight (they are the only ones who ask)
         self._filling: dict[tuple[str, bool], _Fill] = {}
+        self._any_change: set[asyncio.Future[None]] = set()  # woken by every change message
         self.on_config_change: list[asyncio.Event] = []
         # Told about every broker the sweep expires (cluster, addr), on any worker.
         self.on_expired: list[Callable[[str, str], None]] = []
@@ -114,6 +115,8 @@ class RouteCache:
                 await asyncio.sleep(1.0)
 
     def _apply(self, change: Change) -> None:
+        if change.sync_token is None:
+            self._wake(self._any_change)
         if change.sync_token is not None:
             fut = self._syncs.get(change.sync_token)
             if fut is not None and not fut.done():
@@ -155,6 +158,23 @@ class RouteCache:
         for event in self.on_config_change:
             event.set()
         self.wake_watchers()
+
+    @staticmethod
+    def _wake(futures: Iterable[asyncio.Future[None]]) -> None:
+        for fut in futures:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait_for_any_change(self, seconds: float) -> None:
+        """Return after the next change message of any kind, or after ``seconds``."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._any_change.add(fut)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await fut
+        finally:
+            self._any_change.discard(fut)
 
     def wake_watchers(self) -> None:
         """Every watcher looks again (the config changed what routes answer)."""

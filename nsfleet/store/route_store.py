@@ -401,6 +401,9 @@ class RouteStore:
             [k.kv(namespace, key), k.kv_table(namespace)])
         return removed == "1"
 
+    async def kv_namespaces(self) -> list[str]:
+        return sorted(await self.redis.smembers(self.keys.kv_namespaces))
+
     async def kv_list(self, namespace: str) -> dict[str, str] | None:
         """The namespace's table, or None when the namespace never existed."""
         validation.kv_part(namespace, "namespace")

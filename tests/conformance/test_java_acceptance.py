@@ -278,15 +278,18 @@ async def is_absent(client: RemotingClient, topic: str) -> bool:
 
 
 @pytest.fixture
-async def unswept(redis_server: RedisServer) -> AsyncIterator[Worker]:
+async def unswept(redis_server: RedisServer, request: pytest.FixtureRequest
+                  ) -> AsyncIterator[Worker]:
     """A worker whose sweep does not come round during a test (Java: scanNotActiveBroker has not
-    run yet), in a namespace a second worker may join."""
+    run yet), in a namespace a second worker may join; its route cache on when the test's
+    ``oneway`` parameter is (one run each way)."""
     async with running_worker(redis_server.url, sweep_interval=30.0,
+                              route_cache=request.node.callspec.params["oneway"],
                               namespace=f"late-{uuid.uuid4().hex[:12]}") as w:
         yield w
 
 
-@pytest.mark.parametrize("oneway", [True, False], ids=["oneway", "request"])
+@pytest.mark.parametrize("oneway", [True, False], ids=["oneway-cached", "request-uncached"])
 async def test_late_broker_heartbeat_revives_the_broker(unswept: Worker, redis_server: RedisServer,
                                                         oneway: bool) -> None:
     """DefaultRequestProcessor.brokerHeartbeat -> RouteInfoManager.updateBrokerInfoUpdateTimestamp:
@@ -331,6 +334,7 @@ async def test_late_broker_heartbeat_revives_the_broker(unswept: Worker, redis_s
         beating = asyncio.create_task(heartbeats())
         try:
             async with running_worker(redis_server.url, sweep_interval=0.2,
+                                      route_cache=oneway,
                                       namespace=unswept.settings.namespace) as sweeper:
                 other = await sweeper.connect()
                 try:

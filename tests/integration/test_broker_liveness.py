@@ -194,6 +194,44 @@ async def test_every_broker_of_a_closed_connection_goes(redis_server: RedisServe
                 await c.close()
 
 
+async def test_connection_closed_before_its_registration_completed_does_not_pin_the_broker(
+        redis_server: RedisServer) -> None:
+    """RouteInfoManager.registerBroker replaces the BrokerLiveInfo, channel included, at every
+    registration, and onChannelDestroy(channel) unregisters the broker whose live entry holds the
+    closed channel. So a connection that closed while its REGISTER_BROKER was still being handled
+    (the broker crashed or reconnected at that moment) matters only until the broker's next
+    registration: once it registered again over a new connection, closing that connection, its
+    last open one, removes it."""
+    broker = make_broker(0)
+    async with running_worker(redis_server.url) as w:
+        watch = await w.connect()
+        fresh: RemotingClient | None = None
+        try:
+            # A REGISTER_BROKER frame, and the connection closed right behind it.
+            dropped = await w.connect()
+            cmd = broker.register_5x()
+            cmd.opaque = RemotingClient.next_opaque()
+            dropped.send(cmd)
+            await dropped.close()
+
+            async def registered() -> bool:
+                return await routed_names(watch, "Own-0") == {"broker-0"}
+
+            # Either the close came first (the registration stands until the deadline, as in
+            # Java when onChannelDestroy ran first) or the close removed it already.
+            with contextlib.suppress(AssertionError):
+                await poll(registered, within=1.0)
+            fresh = await w.connect()
+            await register(fresh, broker)
+            assert await routed_names(watch, "Own-0") == {"broker-0"}
+            await fresh.close()
+            await poll(lambda: gone_everywhere([watch], [broker], []), within=5.0)
+        finally:
+            await watch.close()
+            if fresh is not None:
+                await fresh.close()
+
+
 # --- item 3: liveness per broker, real processes and SIGKILL ------------------------------------
 
 
@@ -351,14 +389,17 @@ async def expire_all_and_watch(worker: Worker, bound_after_deadline: float) -> N
         await watch.close()
 
 
+@pytest.mark.parametrize("route_cache", [False, True], ids=["uncached", "cached"])
 async def test_every_broker_silent_at_once_expires_with_default_guard(
-        redis_server: RedisServer) -> None:
+        redis_server: RedisServer, route_cache: bool) -> None:
     """RouteInfoManager.scanNotActiveBroker removes every broker whose lastUpdateTimestamp +
     heartbeatTimeoutMillis has passed, however many fall silent together (a network partition, a
     lost data centre). With the default guard settings (no expiry_guard_share override) six of
     six silent brokers leave routes (pickupTopicRouteData), cluster info (getAllClusterInfo) and
-    the tables within timeout + two sweep intervals."""
-    async with running_worker(redis_server.url, sweep_interval=SWEEP_S) as w:
+    the tables within timeout + two sweep intervals, whether routes come from Redis or from the
+    worker's route cache (the production default)."""
+    async with running_worker(redis_server.url, sweep_interval=SWEEP_S,
+                              route_cache=route_cache) as w:
         assert w.settings.expiry_guard_share == 0.0  # the shipped default
         await expire_all_and_watch(w, 2 * SWEEP_S)
 

@@ -405,3 +405,21 @@ async def test_namesrv_config_over_http(client: TestClient) -> None:
                                             "configStorePath"}
     await _json(await client.put("/v1/namesrv-config", json={"nested": {"a": 1}}), 400)
     await _json(await client.put("/v1/namesrv-config", json={"enableTopicList": True}), 200)
+
+
+async def test_fleet_changes_kv_namespaces_and_status(client: TestClient) -> None:
+    rev = (await _json(await client.get("/v1/changes"), 200))["rev"]
+    assert (await _json(await client.get(f"/v1/changes?since={rev}&wait=0.2"), 200)) == {
+        "rev": rev}
+    poll = asyncio.create_task(client.get(f"/v1/changes?since={rev}&wait=5"))
+    await asyncio.sleep(0.1)
+    await _register(client)
+    assert (await _json(await poll, 200))["rev"] > rev
+    await _json(await client.put("/v1/kv/ns1/k", json={"value": "v"}), 200)
+    assert await _json(await client.get("/v1/kv"), 200) == {"namespaces": ["ns1"]}
+    status = await _json(await client.get("/v1/status"), 200)
+    assert status["sweepHeld"] == 0 and status["workerId"]
+    await _json(await client.get("/v1/changes?since=x"), 400)
+    page = await client.get("/ui")
+    assert page.status == 200 and "nsfleet console" in await page.text()
+    assert (await client.get("/ui/static/console.js")).status == 200
