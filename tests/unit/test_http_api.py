@@ -251,7 +251,8 @@ async def test_redis_down_is_503(client: TestClient, http_store: RouteStore) -> 
         s.registered_client = broken
     body = await _json(await client.get("/v1/cluster-info"), 503)
     assert body["code"] == 503 and "Redis unavailable" in body["error"]
-    assert (await client.get("/readyz")).status == 503
+    ready = await _json(await client.get("/readyz"), 503)
+    assert ready["error"].startswith("Redis unavailable: ") and len(ready["error"]) > 20
     await broken.aclose()
 
 

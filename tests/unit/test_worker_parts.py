@@ -363,3 +363,18 @@ def test_a_java_namesrv_properties_file_sets_worker_defaults(tmp_path: Path) -> 
     assert (s.remoting_port, s.host) == (9000, "0.0.0.0")
     with pytest.raises(ValidationError):
         config.load(parser.parse_args(["-c", str(tmp_path / "missing")]), {})
+
+
+def test_analytics_without_the_spark_extra_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The message keeps "[spark]" (rich would take it for markup)."""
+    import sys
+
+    from nsfleet.analytics import cli as analytics_cli
+
+    monkeypatch.setitem(sys.modules, "nsfleet.analytics.job", None)  # import -> ImportError
+    parser = argparse.ArgumentParser()
+    analytics_cli.add_parser(parser.add_subparsers(dest="command"))
+    assert analytics_cli.run(parser.parse_args(["analytics"])) == 1
+    out = capsys.readouterr()
+    assert "pip install 'nsfleet[spark]'" in (out.out + out.err).replace("\n", " ")
