@@ -16,6 +16,7 @@ from nsfleet.remoting.fastjson import loads_lenient
 
 class HttpApi:
     protocol = "HTTP"
+    live_table = True  # brokers() has heartbeat ages and deadlines
 
     def __init__(self, http: FleetHttp) -> None:
         self.http = http
@@ -95,7 +96,14 @@ class RemotingApi:
         return _string_keys(loads_lenient(resp.body or b"{}"))
 
     async def brokers(self) -> list[dict[str, Any]] | None:
-        return None  # no remoting request lists the live-broker table
+        """The members cluster info lists (no remoting request carries heartbeat times)."""
+        info = await self.cluster_info()
+        return [{"clusterName": group.get("cluster"), "brokerName": name,
+                 "brokerId": int(broker_id), "brokerAddr": addr}
+                for name, group in sorted(info.get("brokerAddrTable", {}).items())
+                for broker_id, addr in sorted(group.get("brokerAddrs", {}).items())]
+
+    live_table = False  # brokers() has no heartbeat ages
 
     async def route(self, topic: str) -> dict[str, Any]:
         resp = await self.client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})

@@ -66,11 +66,13 @@ def broker_table(brokers: list[dict[str, Any]]) -> Table:
                    "Expires In", "Timeout", "DV Counter", title=f"Live brokers ({len(brokers)})")
     for b in brokers:
         dv = b.get("dataVersion") or {}
+        known = "lastUpdateTimestamp" in b  # not over remoting: no request lists it
         _row(table, b["clusterName"], b["brokerName"], str(b["brokerId"]),
              role(int(b["brokerId"])), b["brokerAddr"],
-             seconds_text(now - b["lastUpdateTimestamp"]) + " ago",
-             seconds_text(b["deadline"] - now), seconds_text(b["heartbeatTimeoutMillis"]),
-             str(dv.get("counter", 0)))
+             seconds_text(now - b["lastUpdateTimestamp"]) + " ago" if known else "-",
+             seconds_text(b["deadline"] - now) if known else "-",
+             seconds_text(b["heartbeatTimeoutMillis"]) if known else "-",
+             str(dv.get("counter", 0)) if known else "-")
     return table
 
 
