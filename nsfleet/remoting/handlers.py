@@ -45,6 +45,7 @@ class Connection:
 
     peer: str
     id: str = ""  # fleet-wide name, NameServer.connection_id
+    closed: bool = False  # set when the connection is lost
     # (cluster, addr) -> brokerName: brokers registered through this connection; when it closes,
     # each goes unless another connection it registered over is still open.
     registrations: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -110,7 +111,12 @@ async def register_broker(ns: NameServer, h: RegisterBrokerHeader, cmd: Remoting
     result = await ns.register_broker(reg, connection=conn.id)
     if not result.fenced:
         assert reg.cluster and reg.addr and reg.name  # validated by the registration
-        conn.registrations[(reg.cluster, reg.addr)] = reg.name
+        if conn.closed:
+            # The connection closed while this registration ran, after its close was handled:
+            # handle it for this broker now, or its record would keep the broker registered.
+            await ns.connection_closed(reg.cluster, reg.addr, reg.name, conn.id)
+        else:
+            conn.registrations[(reg.cluster, reg.addr)] = reg.name
     header: dict[str, str] = {}
     if result.master_addr:
         header["masterAddr"] = result.master_addr

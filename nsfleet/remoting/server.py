@@ -56,6 +56,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.server.ns.metrics.remoting_connections.inc()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.conn.closed = True
         self.server.connections.discard(self)
         self.server.ns.metrics.remoting_connections.dec()
         if self.conn.registrations:
