@@ -370,9 +370,12 @@ def test_analytics_without_the_spark_extra_says_how_to_install_it(
     """The message keeps "[spark]" (rich would take it for markup)."""
     import sys
 
+    import nsfleet.analytics
     from nsfleet.analytics import cli as analytics_cli
 
-    monkeypatch.setitem(sys.modules, "nsfleet.analytics.job", None)  # import -> ImportError
+    # As if pyspark were missing: importing the job fails (even when an earlier test loaded it).
+    monkeypatch.delattr(nsfleet.analytics, "job", raising=False)
+    monkeypatch.setitem(sys.modules, "nsfleet.analytics.job", None)
     parser = argparse.ArgumentParser()
     analytics_cli.add_parser(parser.add_subparsers(dest="command"))
     assert analytics_cli.run(parser.parse_args(["analytics"])) == 1
