@@ -1,6 +1,7 @@
 """Issue 12: what the Java NameServer (5.3.3) accepts, nsfleet must accept and answer the same.
 
-Items 1, 2, 5, 6, 8, 9 and 10 of the issue, each through the remoting protocol against a real
+Items 2, 5, 6, 8, 9 and 10 of the issue (items 1 and 11, real brokers' tables with host-name
+names, are in test_java_acceptance.py), each through the remoting protocol against a real
 worker on the session's redis-server (tests/support/remoting_client.py speaks the wire as a Java
 broker or client does). The Java NameServer validates nothing in a registration's topic table
 (RouteInfoManager.registerBroker), keeps one BrokerData per brokerName with the first registrant's
@@ -41,13 +42,6 @@ from tests.support.remoting_client import (
 )
 
 pytestmark = pytest.mark.redis
-
-# A broker deployed on Kubernetes: host-name brokerName and cluster (with dots).
-CLUSTER = "rmq-prod.rocketmq.svc"
-NAME = "broker-a.rmq.svc.cluster.local"
-ADDR = "10.1.2.3:10911"
-HA = "10.1.2.3:10912"
-
 
 # --- helpers -------------------------------------------------------------------------------------
 
@@ -92,95 +86,6 @@ def assert_register_success(resp: Command) -> None:
     """DefaultRequestProcessor.registerBroker answers SUCCESS with remark null."""
     assert (resp.code, resp.remark) == (SUCCESS, None), (resp.code, resp.remark)
 
-
-def broker_53_topics(cluster: str, name: str) -> list[TopicConf]:
-    """TopicConfigManager.init() of a 5.3.3 broker with default BrokerConfig (autoCreateTopicEnable,
-    clusterTopicEnable, brokerTopicEnable, reviveQueueNum 8, defaultTopicQueueNums 8;
-    MessageStoreConfig.timerWheelEnable) plus traceTopicEnable=true, then what the broker creates at
-    run time: a topic made with mqadmin updateTopic (8/8), a push consumer's %RETRY% and %DLQ%
-    topics (AbstractSendMessageProcessor / ClientManageProcessor: retryQueueNums 1, DLQ 1 queue,
-    perm RW), and a pop consumer's retry topics (PopConsumerService.createRetryTopicIfNeeded:
-    1/1, RW; KeyBuilder.buildPopRetryTopicV2 ``%RETRY%group+topic`` and V1 ``%RETRY%group_topic``).
-    TopicConfig(topic) defaults are 16/16 queues, perm READ|WRITE = 6."""
-    return [
-        TopicConf("SELF_TEST_TOPIC", 1, 1, 6),
-        TopicConf("TBW102", 8, 8, 7),  # PERM_INHERIT | PERM_READ | PERM_WRITE
-        TopicConf("BenchmarkTest", 1024, 1024, 6),
-        TopicConf(cluster, 16, 16, 7),  # PERM_INHERIT | RW (clusterTopicEnable)
-        TopicConf(name, 1, 1, 7),  # PERM_INHERIT | RW (brokerTopicEnable)
-        TopicConf("OFFSET_MOVED_EVENT", 1, 1, 6),
-        TopicConf("SCHEDULE_TOPIC_XXXX", 18, 18, 6),  # SCHEDULE_TOPIC_QUEUE_NUM
-        TopicConf("RMQ_SYS_TRACE_TOPIC", 1, 1, 6),
-        TopicConf(f"{cluster}_REPLY_TOPIC", 1, 1, 6),
-        TopicConf(f"rmq_sys_REVIVE_LOG_{cluster}", 8, 8, 6),  # PopAckConstants.REVIVE_TOPIC
-        TopicConf(f"rmq_sys_SYNC_BROKER_MEMBER_{name}", 1, 1, 1),  # PERM_INHERIT only
-        TopicConf("RMQ_SYS_TRANS_HALF_TOPIC", 1, 1, 6),
-        TopicConf("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 1, 6),
-        TopicConf("rmq_sys_wheel_timer", 1, 1, 6),  # TimerMessageStore.TIMER_TOPIC
-        TopicConf("TopicTest", 8, 8, 6),
-        TopicConf("%RETRY%GID_push", 1, 1, 6),
-        TopicConf("%DLQ%GID_push", 1, 1, 6),
-        TopicConf("%RETRY%GID_pop+TopicTest", 1, 1, 6),
-        TopicConf("%RETRY%GID_pop_TopicTest", 1, 1, 6),
-    ]
-
-
-def broker_49_topics(cluster: str, name: str) -> list[TopicConf]:
-    """TopicConfigManager(BrokerController) of a 4.9.8 broker (same defaults, traceTopicEnable=true;
-    no revive, sync-member or timer topics in 4.x), the transaction topics it creates on first use
-    (TransactionalMessageBridge.selectTopicConfig: 1 queue, RW), a topic made with mqadmin and a
-    consumer's %RETRY% / %DLQ% topics."""
-    return [
-        TopicConf("SELF_TEST_TOPIC", 1, 1, 6),
-        TopicConf("TBW102", 8, 8, 7),
-        TopicConf("BenchmarkTest", 1024, 1024, 6),
-        TopicConf(cluster, 16, 16, 7),
-        TopicConf(name, 1, 1, 7),
-        TopicConf("OFFSET_MOVED_EVENT", 1, 1, 6),
-        TopicConf("SCHEDULE_TOPIC_XXXX", 18, 18, 6),
-        TopicConf("RMQ_SYS_TRACE_TOPIC", 1, 1, 6),
-        TopicConf(f"{cluster}_REPLY_TOPIC", 1, 1, 6),
-        TopicConf("RMQ_SYS_TRANS_HALF_TOPIC", 1, 1, 6),
-        TopicConf("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, 1, 6),
-        TopicConf("TopicTest", 8, 8, 6),
-        TopicConf("%RETRY%GID_push", 1, 1, 6),
-        TopicConf("%DLQ%GID_push", 1, 1, 6),
-    ]
-
-
-# --- item 1: a real broker's registration, host-name identity ------------------------------------
-
-
-@pytest.mark.parametrize("release", ["4.9.8", "5.3.3"])
-async def test_real_broker_registration_with_host_name_identity_routes_every_topic(
-        client: RemotingClient, release: str) -> None:
-    """RouteInfoManager.registerBroker (DefaultRequestProcessor.registerBroker): nothing in the
-    topic table is validated, so the cluster-name and brokerName topics (dots), the pop retry
-    topics (``+``) and every system topic a real broker registers are stored and routed
-    (RouteInfoManager.pickupTopicRouteData); GET_BROKER_CLUSTER_INFO lists the host-name group."""
-    if release == "4.9.8":
-        broker = Broker(CLUSTER, ADDR, NAME, 0, HA, broker_49_topics(CLUSTER, NAME), counter=7)
-        cmd = broker.register_49()
-    else:
-        broker = Broker(CLUSTER, ADDR, NAME, 0, HA, broker_53_topics(CLUSTER, NAME), counter=7)
-        cmd = broker.register_5x()
-    resp = await send(client, cmd)
-    assert_register_success(resp)
-    assert resp.body is None  # no ORDER_TOPIC_CONFIG namespace: no body
-    for topic in broker.topics:
-        got = await route(client, topic.name)
-        assert (got.code, got.remark) == (SUCCESS, None), (topic.name, got.code, got.remark)
-        assert got.body == route_standard(CLUSTER, NAME, {0: ADDR}, topic), topic.name
-    info = await client.request(106)
-    assert info.body == dumps_fastjson({
-        "brokerAddrTable": {NAME: {"brokerAddrs": {0: ADDR}, "brokerName": NAME,
-                                   "cluster": CLUSTER, "enableActingMaster": False}},
-        "clusterAddrTable": {CLUSTER: [NAME]}})
-    listed = await client.request(206)
-    assert sorted(listed.body_json()["topicList"]) == sorted(t.name for t in broker.topics)
-
-
-# --- item 2: one unusual topic does not sink the registration -------------------------------------
 
 ORDINARY = [TopicConf("OrdA", 4, 4), TopicConf("OrdB", 8, 8), TopicConf("OrdC", 2, 2, 4),
             TopicConf("OrdD", 16, 16, 6, sys_flag=1)]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nsfleet.redis_server import RedisServer
+from tests.support.fleet import wait_until
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
 
@@ -50,17 +50,6 @@ def browser() -> Iterator[Any]:
     b.quit()
 
 
-def wait_for(check: Callable[[], Any], within: float = 15.0) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not met within {within} s")
-        time.sleep(0.2)
-
-
 def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path,
                                        browser: Any) -> None:
     worker = WorkerProcess({"NSFLEET_REDIS_URL": redis_server.url,
@@ -81,7 +70,7 @@ def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path
 
         browser.get(f"{url}/ui")
         summary = browser.find_element("id", "summary")
-        wait_for(lambda: summary.text == expected)
+        wait_until(lambda: summary.text == expected, timeout=15.0)
         groups = browser.find_element("id", "groups")
         assert groups.text.count("alive") == 3 and "10.0.0.3:10911" in groups.text
         assert "broker-a:4;broker-b:4" in browser.find_element("id", "kv").text
@@ -91,8 +80,8 @@ def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path
 
         # broker-b dies (no heartbeat since its registration): it leaves the page at its
         # deadline, without a reload.
-        wait_for(lambda: "10.0.0.3:10911" not in browser.find_element("id", "groups").text,
-                 within=20.0)
+        wait_until(lambda: "10.0.0.3:10911" not in browser.find_element("id", "groups").text,
+                   timeout=20.0)
         assert browser.find_element("id", "summary").text.startswith(
             "1 clusters, 1 broker groups, 2 brokers")
     finally:
