@@ -19,41 +19,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
+from benchlib import new_results, start_worker, write_results
 
-from nsfleet.redis_server import RedisServer, free_port
-
-RESULTS = Path(__file__).parent / "results" / "propagation.json"
-
-
-def start_worker(redis_url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "NSFLEET_REDIS_URL": redis_url, "NSFLEET_NAMESPACE": "propagation",
-           "NSFLEET_HOST": "127.0.0.1", "NSFLEET_HTTP_PORT": str(port),
-           "NSFLEET_REMOTING_PORT": str(free_port()), "NSFLEET_LOG_LEVEL": "warning",
-           "NSFLEET_SWEEP_INTERVAL": "60"}
-    proc = subprocess.Popen([sys.executable, "-m", "nsfleet", "serve"], env=env,
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    import urllib.request
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=1):
-                return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(log.read_text()[-2000:])
+from nsfleet.redis_server import RedisServer
 
 
 def summary(samples_ms: list[float]) -> dict[str, float]:
@@ -132,13 +106,13 @@ async def main() -> None:
     parser.add_argument("--deadline-rounds", type=int, default=40)
     parser.add_argument("--timeout-ms", type=int, default=300)
     args = parser.parse_args()
-    results: dict[str, object] = {"machine": {"cpus": os.cpu_count(),
-                                              "python": platform.python_version()},
-                                  "args": vars(args)}
+    results = new_results(args)
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
-        a_proc, a = start_worker(server.url, Path(tmp) / "a.log")
-        b_proc, b = start_worker(server.url, Path(tmp) / "b.log")
+        settings = {"NSFLEET_NAMESPACE": "propagation", "NSFLEET_SWEEP_INTERVAL": "60"}
+        a_proc, a_port, _ = start_worker(server.url, Path(tmp) / "a.log", **settings)
+        b_proc, b_port, _ = start_worker(server.url, Path(tmp) / "b.log", **settings)
+        a, b = f"http://127.0.0.1:{a_port}", f"http://127.0.0.1:{b_port}"
         try:
             async with aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(limit=args.watchers * 2)) as session:
@@ -154,9 +128,7 @@ async def main() -> None:
             for proc in (a_proc, b_proc):
                 proc.terminate()
                 proc.wait(20)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_results("propagation", results)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import statistics
 import tempfile
 import time
@@ -22,12 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import redis.asyncio as aioredis
+from benchlib import new_results, write_results
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
-
-RESULTS = Path(__file__).parent / "results" / "reregistration.json"
 
 
 async def script_usec(client: aioredis.Redis) -> tuple[int, int]:
@@ -60,9 +56,7 @@ async def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,60000")
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    results: dict[str, object] = {"machine": {"cpus": os.cpu_count(),
-                                              "python": platform.python_version()},
-                                  "args": vars(args)}
+    results = new_results(args)
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
@@ -93,9 +87,7 @@ async def main() -> None:
             results[str(size)] = row
             await store.unregister_broker("bench", reg.addr, reg.name)
         await client.aclose()
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_results("reregistration", results)
 
 
 if __name__ == "__main__":

@@ -11,25 +11,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 import redis.asyncio as aioredis
+from benchlib import new_results, start_worker, write_results
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
-from nsfleet.redis_server import RedisServer, free_port
+from nsfleet.redis_server import RedisServer
 from nsfleet.remoting.codec import FrameDecoder, RemotingCommand, encode_frame
 from nsfleet.store import RouteStore
-
-RESULTS = Path(__file__).parent / "results" / "route_bench.json"
 
 
 def registration(i: int, topics: list[str]) -> BrokerRegistration:
@@ -123,25 +117,6 @@ async def remoting_load(port: int, topics: int, seconds: float, conns: int = 8,
     return count / seconds
 
 
-def start_worker(redis_url: str, route_cache: bool, log: Path) -> tuple[subprocess.Popen[bytes],
-                                                                        int, int]:
-    http_port, remoting_port = free_port(), free_port()
-    env = {**os.environ, "NSFLEET_REDIS_URL": redis_url, "NSFLEET_NAMESPACE": "bench",
-           "NSFLEET_HOST": "127.0.0.1", "NSFLEET_HTTP_PORT": str(http_port),
-           "NSFLEET_REMOTING_PORT": str(remoting_port), "NSFLEET_LOG_LEVEL": "warning",
-           "NSFLEET_ROUTE_CACHE": "true" if route_cache else "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "nsfleet", "serve"], env=env,
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    import urllib.request
-    for _ in range(200):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/readyz", timeout=1):
-                return proc, http_port, remoting_port
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(log.read_text()[-2000:])
-
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -149,9 +124,7 @@ async def main() -> None:
     parser.add_argument("--brokers", type=int, default=50)
     parser.add_argument("--topics", type=int, default=2000)
     args = parser.parse_args()
-    results: dict[str, object] = {"machine": {"cpus": os.cpu_count(),
-                                              "python": platform.python_version()},
-                                  "args": vars(args)}
+    results = new_results(args)
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
@@ -160,7 +133,9 @@ async def main() -> None:
         results["populate"] = await populate(store, args.brokers, args.topics)
         results["store_latency"] = await latencies(store)
         for cache in (True, False):
-            proc, http_port, remoting_port = start_worker(server.url, cache, Path(tmp) / "w.log")
+            proc, http_port, remoting_port = start_worker(
+                server.url, Path(tmp) / "w.log", NSFLEET_NAMESPACE="bench",
+                NSFLEET_ROUTE_CACHE="true" if cache else "false")
             try:
                 key = "cache_on" if cache else "cache_off"
                 results[f"http_routes_per_s_{key}"] = await http_load(
@@ -171,9 +146,7 @@ async def main() -> None:
                 proc.terminate()
                 proc.wait(20)
         await client.aclose()
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_results("route_bench", results)
 
 
 if __name__ == "__main__":
