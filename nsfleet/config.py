@@ -44,6 +44,13 @@ class Settings:
     ui: bool = True  # the read-only console at /ui
     data_dir: str = ""
     namesrv_config_file: str = ""  # a Java NameServer's -c file (namesrv.properties)
+    # TLS on the remoting port (docs/tls.md).
+    tls_mode: str = "disabled"  # disabled, permissive (TLS and plaintext) or enforcing
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""  # CAs that sign client certificates
+    tls_client_auth: str = "none"  # none, optional or require
+    tls_reload_interval: float = 10.0  # seconds between checks of the TLS files for changes
 
     @property
     def embedded_redis(self) -> bool:
@@ -69,7 +76,26 @@ class Settings:
             raise validation.ValidationError("expiry-guard-share", "must be between 0 and 1")
         for name in ("max_body_size", "max_frame_size"):
             validation.integer(getattr(self, name), name.replace("_", "-"), 1024)
+        self._validate_tls()
         return self
+
+    def _validate_tls(self) -> None:
+        if self.tls_mode not in ("disabled", "permissive", "enforcing"):
+            raise validation.ValidationError("tls-mode", "must be disabled, permissive or "
+                                             "enforcing")
+        if self.tls_client_auth not in ("none", "optional", "require"):
+            raise validation.ValidationError("tls-client-auth", "must be none, optional or "
+                                             "require")
+        if self.tls_mode != "disabled":
+            for name in ("tls_cert_file", "tls_key_file"):
+                if not getattr(self, name):
+                    raise validation.ValidationError(name.replace("_", "-"),
+                                                     f"required with tls-mode {self.tls_mode}")
+            if self.tls_client_auth != "none" and not self.tls_ca_file:
+                raise validation.ValidationError("tls-ca-file", "required with tls-client-auth "
+                                                 f"{self.tls_client_auth}")
+        if self.tls_reload_interval <= 0:
+            raise validation.ValidationError("tls-reload-interval", "must be > 0")
 
     def printable(self) -> dict[str, object]:
         """Effective settings with secrets masked (``serve --print-config``)."""
@@ -116,6 +142,13 @@ HELP = {
                            "listenPort, bindAddress and scanNotActiveBrokerInterval set this "
                            "worker's defaults, its NamesrvConfig keys are applied fleet-wide at "
                            "start; keys nsfleet does not implement are named and ignored",
+    "tls_mode": "TLS on the remoting port: disabled, permissive (TLS and plaintext on one "
+                "port) or enforcing (plaintext connections are closed)",
+    "tls_cert_file": "PEM server certificate (chain) for the remoting port; reloaded on change",
+    "tls_key_file": "PEM private key of tls-cert-file (unencrypted); reloaded on change",
+    "tls_ca_file": "PEM CA certificates that sign client certificates; reloaded on change",
+    "tls_client_auth": "client certificates: none, optional (verified when sent) or require",
+    "tls_reload_interval": "seconds between checks of the TLS files for changes",
 }
 
 

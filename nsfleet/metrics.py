@@ -35,6 +35,14 @@ class Metrics:
                                           buckets=LATENCY_BUCKETS, registry=r)
         self.remoting_connections = Gauge("nsfleet_remoting_connections",
                                           "Open remoting connections", registry=r)
+        self.remoting_transport = Counter("nsfleet_remoting_connections_by_transport",
+                                          "Remoting connections accepted, by transport (tls, "
+                                          "plaintext; TLS modes only)", ["transport"], registry=r)
+        self.remoting_tls_failures = Counter("nsfleet_remoting_tls_failures",
+                                             "Remoting connections closed by TLS: handshake, "
+                                             "plaintext_refused", ["reason"], registry=r)
+        self.tls_reloads = Counter("nsfleet_tls_reloads", "TLS certificate reloads by result",
+                                   ["result"], registry=r)
         self.lua_latency = Histogram("nsfleet_lua_call_seconds", "Lua script call latency",
                                      ["script"], buckets=LATENCY_BUCKETS, registry=r)
         self.brokers_alive = Gauge("nsfleet_brokers_alive",

@@ -23,6 +23,7 @@ from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.metrics import Metrics
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
+from nsfleet.remoting.tls import ReloadingContext, TlsAcceptor, TlsFiles, TlsMode
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
 from nsfleet.service.presence import WorkerPresence
@@ -57,6 +58,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
 
+    metrics = Metrics()
+    tls = _tls_acceptor(settings, metrics)  # first: bad TLS files stop the start at once
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if settings.embedded_redis:
@@ -68,7 +71,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     runners: list[web.AppRunner] = []
     remoting: RemotingServer | None = None
     sweeper: Sweeper | None = None
-    metrics = Metrics()
     store = RouteStore(client, settings.namespace,
                        on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
@@ -100,14 +102,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         config_changed = asyncio.Event()
         cache.on_config_change.append(config_changed)
         tasks.append(asyncio.create_task(_follow_config(config, config_changed, stop)))
-        remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
+        remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size,
+                                  wrap=tls.wrap if tls is not None else None)
         await remoting.start(settings.host, settings.remoting_port)
+        if tls is not None:
+            tasks.append(asyncio.create_task(
+                tls.context.run(settings.tls_reload_interval)))
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
                           guard_max_hold=settings.expiry_guard_max_hold)
         sweeper.start()
         log.info("nsfleet worker ready", http=f"{settings.host}:{settings.http_port}",
-                 remoting=f"{settings.host}:{settings.remoting_port}",
+                 remoting=f"{settings.host}:{settings.remoting_port}", tls=settings.tls_mode,
                  namespace=settings.namespace, **server_info)
         await stop.wait()
     finally:
@@ -133,6 +139,16 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             await asyncio.to_thread(embedded.stop)
         log.info("nsfleet worker stopped")
     return 0
+
+
+def _tls_acceptor(settings: Settings, metrics: Metrics) -> TlsAcceptor | None:
+    """The remoting port's TLS (None when disabled); TlsConfigError when the files are bad."""
+    mode = TlsMode(settings.tls_mode)
+    if mode is TlsMode.DISABLED:
+        return None
+    files = TlsFiles(settings.tls_cert_file, settings.tls_key_file, settings.tls_ca_file,
+                     settings.tls_client_auth)
+    return TlsAcceptor(mode, ReloadingContext(files, metrics), metrics)
 
 
 async def _apply_namesrv_file(path: str, config: NamesrvConfig) -> None:

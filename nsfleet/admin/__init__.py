@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 import sys
 from typing import Any
 
@@ -24,7 +25,7 @@ from rich.console import Console
 from nsfleet.admin import commands
 from nsfleet.admin.api import Api, HttpApi, RemotingApi
 from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
-from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable
+from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable, client_tls_context
 
 SERVER_ENV = "NSFLEET_SERVER"
 DESCRIPTION = """\
@@ -45,6 +46,19 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--namesrv-addr", "-n", default=argparse.SUPPRESS, metavar="HOST:PORT[;...]",
                    help="speak the RocketMQ remoting protocol to these NameServer addresses "
                         "(mqadmin's -n), instead of the HTTP API")
+    p.add_argument("--tls", action="store_true", default=argparse.SUPPRESS,
+                   help="with -n: speak TLS (a worker with tls-mode permissive or enforcing; "
+                        "Java: -Dtls.enable=true)")
+    p.add_argument("--tls-ca-file", default=argparse.SUPPRESS, metavar="PEM",
+                   help="with -n: CA certificates the server's must chain to (default: the "
+                        "system's); implies --tls")
+    p.add_argument("--tls-cert-file", default=argparse.SUPPRESS, metavar="PEM",
+                   help="with -n: client certificate, for tls-client-auth; implies --tls")
+    p.add_argument("--tls-key-file", default=argparse.SUPPRESS, metavar="PEM",
+                   help="with -n: the client certificate's private key")
+    p.add_argument("--tls-insecure", action="store_true", default=argparse.SUPPRESS,
+                   help="with -n: do not verify the server's certificate (tests only; "
+                        "Java's tls.test.mode.enable); implies --tls")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the worker's JSON instead of tables")
     p.add_argument("--timeout", type=float, default=argparse.SUPPRESS, metavar="S",
@@ -120,7 +134,8 @@ async def _execute(args: argparse.Namespace) -> commands.Output:
     timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
     api: Api
     if getattr(args, "namesrv_addr", None):
-        api = RemotingApi(NamesrvClient(args.namesrv_addr, timeout=timeout))
+        api = RemotingApi(NamesrvClient(args.namesrv_addr, timeout=timeout,
+                                        tls=_tls_context(args)))
     else:
         servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
         api = HttpApi(FleetHttp(servers, timeout=timeout))
@@ -128,6 +143,14 @@ async def _execute(args: argparse.Namespace) -> commands.Output:
         return await args.handler(api, args)
     finally:
         await api.close()
+
+
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    ca, cert = getattr(args, "tls_ca_file", ""), getattr(args, "tls_cert_file", "")
+    insecure = getattr(args, "tls_insecure", False)
+    if not (getattr(args, "tls", False) or ca or cert or insecure):
+        return None
+    return client_tls_context(ca, cert, getattr(args, "tls_key_file", ""), verify=not insecure)
 
 
 def run(args: argparse.Namespace) -> int:

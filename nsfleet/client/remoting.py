@@ -1,12 +1,13 @@
 """A small RocketMQ remoting client for NameServer admin requests (what mqadmin's ``-n`` does):
-one request per connection, JSON headers, failing over through ``host:port;host:port``. It works
-against nsfleet workers and Java NameServers alike."""
+one request per connection, JSON headers, failing over through ``host:port;host:port``, in
+plaintext or TLS. It works against nsfleet workers and Java NameServers alike."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import itertools
+import ssl
 from collections.abc import Sequence
 
 from nsfleet.client.http import ApiError
@@ -51,10 +52,31 @@ def parse_addrs(addrs: str) -> list[str]:
     return out
 
 
+def client_tls_context(ca_file: str = "", cert_file: str = "", key_file: str = "", *,
+                       verify: bool = True) -> ssl.SSLContext:
+    """A client context: the server verified against ``ca_file`` (else the system CAs) and its
+    host name unless ``verify`` is off (Java's tls.client.authServer=false); a client
+    certificate when given. ValueError naming the file that does not load."""
+    ctx = ssl.create_default_context(cafile=None)
+    try:
+        if ca_file:
+            ctx.load_verify_locations(cafile=ca_file)
+        if cert_file:
+            ctx.load_cert_chain(cert_file, key_file or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"TLS files: {exc}") from None
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 class NamesrvClient:
-    def __init__(self, addrs: str, *, timeout: float = 5.0) -> None:
+    def __init__(self, addrs: str, *, timeout: float = 5.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.addrs = parse_addrs(addrs)
         self.timeout = timeout
+        self.tls = tls
 
     async def call(self, code: int, ext_fields: dict[str, str] | None = None,
                    body: bytes | None = None) -> RemotingCommand:
@@ -73,7 +95,9 @@ class NamesrvClient:
 
     async def _exchange(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        host = host.strip("[]")
+        reader, writer = await asyncio.open_connection(
+            host, int(port), ssl=self.tls, server_hostname=host if self.tls else None)
         try:
             writer.write(encode_frame(request))
             await writer.drain()
@@ -82,7 +106,7 @@ class NamesrvClient:
                 data = await reader.read(65536)
                 if not data:
                     raise EOFError("the connection closed before an answer (not a remoting "
-                                   "port?)")
+                                   "port? one that wants TLS: --tls?)")
                 for cmd in decoder.feed(data):
                     if cmd.is_response and cmd.opaque == request.opaque:
                         return cmd

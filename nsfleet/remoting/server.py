@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import cast
 
 import structlog
@@ -153,8 +154,10 @@ class RemotingProtocol(asyncio.Protocol):
 
 class RemotingServer:
     def __init__(self, ns: NameServer, *, max_frame_size: int = 16 * 1024 * 1024,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
+                 idle_seconds: float = IDLE_SECONDS,
+                 wrap: Callable[[RemotingProtocol], asyncio.Protocol] | None = None) -> None:
         self.ns = ns
+        self.wrap = wrap  # puts each connection behind TLS (nsfleet.remoting.tls)
         self.max_frame_size = max_frame_size
         self.idle_seconds = idle_seconds
         self.connections: set[RemotingProtocol] = set()
@@ -194,7 +197,8 @@ class RemotingServer:
 
     async def start(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: RemotingProtocol(self), host, port,
+        wrap = self.wrap or (lambda proto: proto)
+        self._server = await loop.create_server(lambda: wrap(RemotingProtocol(self)), host, port,
                                                 backlog=1024, reuse_address=True)
         self._idle_task = asyncio.create_task(self._close_idle())
 
