@@ -180,6 +180,7 @@ class TlsGate(asyncio.Protocol):
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
         self.handshaken = False
+        self.failed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
@@ -190,6 +191,9 @@ class TlsGate(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
             self.timer.cancel()
+        if self.ssl is not None and not self.handshaken and not self.failed:
+            # The client gave up (a client that rejects our certificate just closes).
+            self._handshake_failed("closed by the client during the handshake")
         if self.inner_connected:
             self.inner.connection_lost(exc)
 
@@ -256,9 +260,7 @@ class TlsGate(asyncio.Protocol):
                 self._flush()
                 return
             except ssl.SSLError as exc:  # a certificate verify failure included
-                self.acceptor.metrics.remoting_tls_failures.labels("handshake").inc()
-                log.warning("TLS handshake failed", peer=self.inner.conn.peer,
-                            error=getattr(exc, "reason", None) or str(exc))
+                self._handshake_failed(exc.reason or str(exc))
                 self._flush()  # the alert, so the client learns why
                 self.transport.close()
                 return
@@ -269,18 +271,21 @@ class TlsGate(asyncio.Protocol):
                 chunk = self.ssl.read(READ_SIZE)
             except ssl.SSLWantReadError:
                 break
-            except ssl.SSLZeroReturnError:  # the client's close_notify
-                self.close()
-                return
             except ssl.SSLError as exc:
                 log.warning("closing remoting connection: bad TLS record",
                             peer=self.inner.conn.peer, error=exc.reason or str(exc))
                 self.transport.close()
                 return
-            if not chunk:
-                break
+            if not chunk:  # the client's close_notify: answer it and close
+                self.close()
+                return
             self.inner.data_received(chunk)
         self._flush()
+
+    def _handshake_failed(self, why: str) -> None:
+        self.failed = True
+        self.acceptor.metrics.remoting_tls_failures.labels("handshake").inc()
+        log.warning("TLS handshake failed", peer=self.inner.conn.peer, error=why)
 
     def _flush(self) -> None:
         assert self.transport is not None
