@@ -90,6 +90,10 @@ app.kubernetes.io/component: redis
 {{/* Where the CA bundle of an external Redis is mounted. */}}
 {{- define "nsfleet.redisCaDir" -}}/etc/nsfleet/redis-tls{{- end }}
 
+{{/* Where the remoting port's certificate Secret and client CA Secret are mounted. */}}
+{{- define "nsfleet.tlsDir" -}}/etc/nsfleet/tls{{- end }}
+{{- define "nsfleet.tlsCaDir" -}}/etc/nsfleet/tls-ca{{- end }}
+
 {{/*
 The Redis URL handed to the workers (NSFLEET_REDIS_URL). It never carries a
 password: that reaches the pod as NSFLEET_REDIS_PASSWORD from a Secret.
@@ -174,6 +178,16 @@ configmap.yaml, which every successful render produces.
 {{- end }}
 {{- if and (not $ext.tls.enabled) (or $ext.tls.insecureSkipVerify $ext.tls.caSecret) (not $ext.url) $ext.host }}
 {{- fail "nsfleet: externalRedis.tls.caSecret/insecureSkipVerify need externalRedis.tls.enabled=true." }}
+{{- end }}
+{{- $tls := .Values.tls }}
+{{- if and (ne $tls.mode "disabled") (not $tls.secretName) }}
+{{- fail (printf "nsfleet: tls.mode %s needs tls.secretName (a Secret with the server certificate and key)." $tls.mode) }}
+{{- end }}
+{{- if and (ne $tls.clientAuth "none") (not $tls.caSecretName) }}
+{{- fail (printf "nsfleet: tls.clientAuth %s needs tls.caSecretName (the CA bundle that signs client certificates)." $tls.clientAuth) }}
+{{- end }}
+{{- if and (eq $tls.mode "disabled") (or $tls.secretName $tls.caSecretName (ne $tls.clientAuth "none")) }}
+{{- fail "nsfleet: tls.secretName, tls.caSecretName and tls.clientAuth need tls.mode permissive or enforcing." }}
 {{- end }}
 {{- $c := .Values.config }}
 {{- $ports := list (int $c.httpPort) (int $c.remotingPort) }}
