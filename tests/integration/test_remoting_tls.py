@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import re
+import socket
 import ssl
 import subprocess
 import sys
@@ -20,14 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from nsfleet.redis_server import RedisServer
+from nsfleet.redis_server import RedisServer, free_port
 from tests.support.certs import Authority, Issued, serial_of
+from tests.support.fleet import async_wait_until
 from tests.support.remoting_client import SUCCESS, Broker, RemotingClient, TopicConf
 from tests.support.workers import WorkerProcess
 
 pytestmark = pytest.mark.redis
 
 GET_ROUTEINFO_BY_TOPIC = 105
+HAPROXY = Path("/usr/sbin/haproxy")
 BROKER = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
                 [TopicConf("T1", 4, 4), TopicConf("T2", 4, 4)])
 
@@ -305,3 +308,67 @@ def test_admin_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> 
         assert no_cert.returncode == 1 and "no NameServer answered" in no_cert.stderr
         untrusted = admin("--tls")  # the system CAs do not know the fleet's
         assert untrusted.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr
+
+
+@contextlib.contextmanager
+def haproxy(tmp_path: Path, bind: str, server: str) -> Iterator[int]:
+    """A local HAProxy in TCP mode in front of one worker; yields its port."""
+    if not HAPROXY.exists():
+        pytest.skip("haproxy is not installed")
+    port = free_port()
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(f"""defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend rocketmq
+    bind 127.0.0.1:{port}{bind}
+    default_backend nsfleet
+backend nsfleet
+    server w1 {server}
+""")
+    with (tmp_path / "haproxy.log").open("wb") as out:
+        proc = subprocess.Popen([str(HAPROXY), "-db", "-f", str(cfg)], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            assert proc.poll() is None, (tmp_path / "haproxy.log").read_text()
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            assert time.monotonic() < deadline, "haproxy did not start"
+            time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def assert_proxied(port: int, ctx: ssl.SSLContext, proc: WorkerProcess) -> None:
+    """Register and read through the proxy; the worker logs the client's own address."""
+    async with connected(await tls_connect(port, ctx)) as client:
+        await register_and_read(client)
+        local = client.writer.get_extra_info("sockname")
+        await async_wait_until(lambda: f"127.0.0.1:{local[1]}" in proc.log_path.read_text())
+
+
+async def test_haproxy_tls_passthrough_with_proxy_protocol(
+        redis_server: RedisServer, tmp_path: Path, pki: Pki) -> None:
+    with worker(redis_server, tmp_path, mode="enforcing", **server_files(pki)) as proc, \
+            haproxy(tmp_path, "", f"127.0.0.1:{proc.remoting_port} send-proxy-v2") as port:
+        await assert_proxied(port, client_context(pki), proc)
+
+
+async def test_haproxy_tls_termination_reencrypting_to_the_worker(
+        redis_server: RedisServer, tmp_path: Path, pki: Pki) -> None:
+    bundle = tmp_path / "haproxy.pem"
+    bundle.write_bytes(pki.server.cert_file.read_bytes() + pki.server.key_file.read_bytes())
+    files = server_files(pki, ca_file=str(pki.ca.cert_file), client_auth="require")
+    client_pair = tmp_path / "haproxy-client.pem"
+    client_pair.write_bytes(pki.client.cert_file.read_bytes() + pki.client.key_file.read_bytes())
+    server = (f"127.0.0.1:{{}} send-proxy-v2 ssl verify required ca-file {pki.ca.cert_file} "
+              f"crt {client_pair}")
+    with worker(redis_server, tmp_path, mode="enforcing", **files) as proc, \
+            haproxy(tmp_path, f" ssl crt {bundle}", server.format(proc.remoting_port)) as port:
+        await assert_proxied(port, client_context(pki), proc)
