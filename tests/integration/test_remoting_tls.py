@@ -308,6 +308,11 @@ def test_admin_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> 
         assert no_cert.returncode == 1 and "no NameServer answered" in no_cert.stderr
         untrusted = admin("--tls")  # the system CAs do not know the fleet's
         assert untrusted.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr
+        insecure = admin("--tls-insecure", "--tls-cert-file", str(pki.client.cert_file),
+                         "--tls-key-file", str(pki.client.key_file))
+        assert insecure.returncode == 0, insecure.stderr
+        missing = admin("--tls-ca-file", str(tmp_path / "absent.pem"))
+        assert missing.returncode == 1 and "TLS files" in missing.stderr
 
 
 @contextlib.contextmanager
