@@ -148,7 +148,10 @@ def _tls_acceptor(settings: Settings, metrics: Metrics) -> TlsAcceptor | None:
         return None
     files = TlsFiles(settings.tls_cert_file, settings.tls_key_file, settings.tls_ca_file,
                      settings.tls_client_auth)
-    return TlsAcceptor(mode, ReloadingContext(files, metrics), metrics)
+    acceptor = TlsAcceptor(mode, ReloadingContext(files, metrics), metrics)
+    log.info("TLS on the remoting port", mode=mode.value, cert_file=files.cert_file,
+             client_auth=files.client_auth)
+    return acceptor
 
 
 async def _apply_namesrv_file(path: str, config: NamesrvConfig) -> None:
