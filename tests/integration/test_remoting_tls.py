@@ -30,6 +30,7 @@ from tests.support.workers import WorkerProcess
 pytestmark = pytest.mark.redis
 
 GET_ROUTEINFO_BY_TOPIC = 105
+GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
 HAPROXY = Path("/usr/sbin/haproxy")
 BROKER = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
                 [TopicConf("T1", 4, 4), TopicConf("T2", 4, 4)])
@@ -138,6 +139,9 @@ async def test_permissive_serves_tls_and_plaintext_on_one_port(
                          [TopicConf(f"Big{i:04d}", 8, 8) for i in range(2000)])
             assert (await tls.call(big.register_5x())).code == SUCCESS
             assert await route_brokers(tls, "Big1999") == ["broker-b"]
+            every = await tls.request(GET_ALL_TOPIC_LIST_FROM_NAMESERVER)  # a large answer
+            assert every.code == SUCCESS and len(every.body or b"") > 20_000
+            assert "Big1999" in every.body_json()["topicList"]
         assert metric(proc, "nsfleet_remoting_connections_by_transport_total", "tls") == 1
         assert metric(proc, "nsfleet_remoting_connections_by_transport_total", "plaintext") == 1
 
