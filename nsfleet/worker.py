@@ -23,6 +23,7 @@ from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.metrics import Metrics
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
+from nsfleet.security.wiring import build as build_security
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
 from nsfleet.service.presence import WorkerPresence
@@ -57,6 +58,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
 
+    metrics = Metrics()
+    # Before anything starts: a bad accounts file stops the worker, never half-protects it.
+    security = build_security(settings, metrics.registry)
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if settings.embedded_redis:
@@ -68,7 +72,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     runners: list[web.AppRunner] = []
     remoting: RemotingServer | None = None
     sweeper: Sweeper | None = None
-    metrics = Metrics()
     store = RouteStore(client, settings.namespace,
                        on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
@@ -77,13 +80,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     presence = WorkerPresence(store)
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
     app = create_app(ns, scripts_loaded=False)
+    if security.http_middleware is not None:
+        app.middlewares.append(security.http_middleware)  # inside the error middleware
+    if security.files is not None:
+        tasks.append(asyncio.create_task(
+            security.files.watch(settings.acl_reload_interval, stop)))
     try:
         # HTTP first, so /livez answers (and /readyz says why not) while Redis is unreachable.
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                shutdown_timeout=settings.drain_timeout)
         await runner.setup()
         runners.append(runner)
-        await web.TCPSite(runner, settings.host, settings.http_port).start()
+        await security.http_site(runner, settings.host, settings.http_port).start()
         if settings.metrics_port:
             mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
             await mrunner.setup()
@@ -100,7 +108,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         config_changed = asyncio.Event()
         cache.on_config_change.append(config_changed)
         tasks.append(asyncio.create_task(_follow_config(config, config_changed, stop)))
-        remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
+        remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size,
+                                  guard=security.guard,
+                                  trusted_proxies=security.remoting_trusted)
         await remoting.start(settings.host, settings.remoting_port)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
