@@ -5,6 +5,7 @@ allowlists and the trusted-proxy list."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 
@@ -24,6 +25,7 @@ def host_of(peer: str) -> str:
     return peer
 
 
+@functools.lru_cache(maxsize=4096)  # a worker sees the same few thousand peers again and again
 def _parse_ip(host: str) -> IPAddress | None:
     try:
         ip = ipaddress.ip_address(host.split("%", 1)[0])
@@ -82,6 +84,8 @@ class AddressRules:
     def match(self, peer: str) -> bool:
         if self._any:
             return True
+        if not self.rules:
+            return False
         ip = _parse_ip(host_of(peer))
         if ip is None:
             return False

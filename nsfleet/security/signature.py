@@ -12,7 +12,6 @@ fields unsigned, so a request carrying them is also checked without them.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from collections.abc import Mapping
 
@@ -33,15 +32,16 @@ def _java_order(key: str) -> bytes:
 def content(ext_fields: Mapping[str, str], body: bytes | None, *,
             skip: tuple[str, ...] = ()) -> bytes:
     """The bytes AclUtils.combineRequestContent signs."""
-    values = "".join(ext_fields[k] for k in sorted(ext_fields, key=_java_order)
-                     if k != SIGNATURE and k not in skip)
+    keys = sorted(ext_fields)
+    if not all(k.isascii() for k in keys):
+        keys.sort(key=_java_order)
+    values = "".join(ext_fields[k] for k in keys if k != SIGNATURE and k not in skip)
     return values.encode("utf-8", "surrogatepass") + (body or b"")
 
 
 def calc_signature(data: bytes, secret_key: str) -> str:
     """AclUtils.calSignature: Base64(HmacSHA1(secret, data))."""
-    mac = hmac.new(secret_key.encode("utf-8"), data, hashlib.sha1).digest()
-    return base64.b64encode(mac).decode("ascii")
+    return base64.b64encode(hmac.digest(secret_key.encode("utf-8"), data, "sha1")).decode("ascii")
 
 
 def sign(ext_fields: dict[str, str], body: bytes | None, access_key: str, secret_key: str,
