@@ -75,3 +75,20 @@ def test_http_admin_sends_its_token(worker: tuple[WorkerProcess, Path],
     monkeypatch.setenv("NSFLEET_TOKEN", TOKEN)
     code, text = run(capsys, "--server", w.url, "kv", "get", "NS", "h")
     assert code == 0 and "v2" in text
+
+
+def test_serve_refuses_to_start_half_protected(tmp_path: Path) -> None:
+    """A bad accounts file stops the worker before it listens or starts a Redis."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "acl.yml"
+    bad.write_text("accounts: [{accessKey: a}]\n")
+    base = [sys.executable, "-m", "nsfleet", "serve", "--host", "127.0.0.1",
+            "--redis-url", "redis://127.0.0.1:1/0"]
+    done = subprocess.run([*base, "--acl-mode", "enforcing", "--acl-file", str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "secretKey: must be a non-empty string" in done.stderr
+    done = subprocess.run([*base, "--acl-mode", "enforcing"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "needs --acl-file" in done.stderr
