@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -23,15 +22,13 @@ log = structlog.get_logger(__name__)
 
 
 class AccessFiles:
-    def __init__(self, accounts_file: str = "", token_files: dict[Scope, str] | None = None,
-                 on_change: Callable[[AccessConfig], None] | None = None) -> None:
+    def __init__(self, accounts_file: str = "",
+                 token_files: dict[Scope, str] | None = None) -> None:
         self.accounts_file = accounts_file
         self.token_files = {s: p for s, p in (token_files or {}).items() if p}
-        self.on_change = on_change
-        self._seen: bytes | None = None  # digest of the contents last read, good or bad
-        self.current = self._load()[1]
-        if self.on_change is not None:
-            self.on_change(self.current)
+        digest, texts = self._read()
+        self._seen = digest  # digest of the contents last read, good or bad
+        self.current = self._build(texts)  # swapped whole: readers never see half a reload
 
     @property
     def configured(self) -> bool:
@@ -48,9 +45,7 @@ class AccessFiles:
         digest = hashlib.sha256(repr(sorted(texts.items())).encode()).digest()
         return digest, texts
 
-    def _load(self) -> tuple[bytes, AccessConfig]:
-        digest, texts = self._read()
-        self._seen = digest
+    def _build(self, texts: dict[str, str]) -> AccessConfig:
         base = AccessConfig()
         if self.accounts_file:
             try:
@@ -61,24 +56,23 @@ class AccessFiles:
         for scope, path in self.token_files.items():
             secret = texts[path].strip()
             add_token(tokens, secret, Token(f"{scope.value}-token-file", scope), path)
-        return digest, AccessConfig(base.accounts, base.global_white, tokens)
+        return AccessConfig(base.accounts, base.global_white, tokens)
 
     def reload(self) -> bool:
         """Re-read the files; True when a new snapshot was taken. A bad version is logged once
         (its digest is remembered like a good one's)."""
         try:
-            digest, _ = self._read()
+            digest, texts = self._read()
             if digest == self._seen:
                 return False
-            _, config = self._load()
+            self._seen = digest
+            config = self._build(texts)
         except AccountsFileError as exc:
             log.error("access files not reloaded, keeping the last good ones", error=str(exc))
             return False
         self.current = config
         log.info("access files reloaded", accounts=len(config.accounts),
                  tokens=len(config.tokens))
-        if self.on_change is not None:
-            self.on_change(config)
         return True
 
     async def watch(self, interval: float, stop: asyncio.Event) -> None:
