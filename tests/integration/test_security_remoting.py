@@ -19,7 +19,9 @@ from nsfleet.security.policy import READ_CODES, SERVED_CODES
 from tests.support.acl_signer import java_sign
 from tests.support.remoting_client import (
     NO_PERMISSION,
+    ROCKETMQ,
     SUCCESS,
+    TOPIC_NOT_EXIST,
     Broker,
     Command,
     RemotingClient,
@@ -155,6 +157,20 @@ async def test_bad_signatures_fail_with_16_and_write_nothing(enforcing: Worker) 
         assert await denied_count(enforcing, "bad_signature", "false") == 4
         # the connection is still served
         assert (await client.call(signed(105, READER))).code == SUCCESS
+    finally:
+        await client.close()
+
+
+async def test_binary_headers_and_late_zone_fields_verify(enforcing: Worker) -> None:
+    client = await enforcing.connect()
+    try:
+        binary = signed(105, READER)
+        binary.serialize_type = ROCKETMQ
+        assert (await client.call(binary)).code == TOPIC_NOT_EXIST  # verified, then served
+        zoned = signed(105, READER)  # DynamicalExtFieldRPCHook runs after the ACL hook
+        assert zoned.ext_fields is not None
+        zoned.ext_fields.update({"__ZONE_NAME": "zone-a", "__ZONE_MODE": "true"})
+        assert (await client.call(zoned)).code == TOPIC_NOT_EXIST
     finally:
         await client.close()
 
