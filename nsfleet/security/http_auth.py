@@ -21,7 +21,8 @@ from nsfleet.domain.errors import AccessDenied
 from nsfleet.remoting.codec import ProtocolError
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
 from nsfleet.security.accounts import AccessConfig, Scope
-from nsfleet.security.addresses import AddressRules
+from nsfleet.security.addresses import AddressRules, host_of
+from nsfleet.security.policy import LogLimiter
 from nsfleet.service.audit import client_account, client_address
 
 log = structlog.get_logger("nsfleet.security")
@@ -51,6 +52,7 @@ def _bearer(request: web.Request) -> str | None:
 def make_auth_middleware(config: Callable[[], AccessConfig], *, enforcing: bool,
                          on_denied: Callable[[str, str, bool], None]) -> Any:
     """``enforcing`` False (permissive): refusals are logged and counted, and served."""
+    limiter = LogLimiter()
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -75,9 +77,11 @@ def make_auth_middleware(config: Callable[[], AccessConfig], *, enforcing: bool,
             reason = "no_token" if presented is None else (
                 "unknown_token" if token is None else "scope")
             on_denied("http", reason, not enforcing)
-            log.warning("http request refused" if enforcing else
-                        "http request would be refused (permissive)", method=request.method,
-                        path=request.path, peer=client_address.get(), reason=denied.remark)
+            if limiter.allow(host_of(client_address.get()), reason, request.path):
+                log.warning("http request refused" if enforcing else
+                            "http request would be refused (permissive)",
+                            method=request.method, path=request.path,
+                            peer=client_address.get(), reason=denied.remark)
             if enforcing:
                 raise denied
         client_account.set(token.name if token is not None else "-")

@@ -15,6 +15,7 @@ Decision for a request (enforcing; permissive decides the same, then serves anyw
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -23,6 +24,7 @@ import structlog
 
 from nsfleet.security import signature
 from nsfleet.security.accounts import AccessConfig
+from nsfleet.security.addresses import host_of
 
 log = structlog.get_logger("nsfleet.security")
 
@@ -81,6 +83,27 @@ def decide(config: AccessConfig, code: int, ext_fields: Mapping[str, str] | None
     return Verdict(access_key)
 
 
+class LogLimiter:
+    """At most one log line per key (client host, reason, code) a minute: a client not yet
+    configured in permissive mode would otherwise log every request it sends. The counter
+    still counts every refusal."""
+
+    def __init__(self, every: float = 60.0, max_keys: int = 10_000) -> None:
+        self.every = every
+        self.max_keys = max_keys
+        self._last: dict[tuple[str, ...], float] = {}
+
+    def allow(self, *key: str) -> bool:
+        now = time.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last < self.every:
+            return False
+        if len(self._last) >= self.max_keys:
+            self._last.clear()
+        self._last[key] = now
+        return True
+
+
 class RemotingGuard:
     """The remoting server's one hook: :meth:`check` answers None to serve the request, or the
     NO_PERMISSION remark to answer it with. Permissive mode logs and counts, and serves."""
@@ -92,6 +115,7 @@ class RemotingGuard:
         self.config = config
         self.on_denied = on_denied  # (protocol, reason, served)
         self.anonymous_reads = anonymous_reads
+        self.limiter = LogLimiter()
 
     def check(self, code: int, ext_fields: Mapping[str, str] | None, body: bytes | None,
               version: int, peer: str) -> tuple[str, str | None]:
@@ -101,7 +125,8 @@ class RemotingGuard:
         if v.denied is None:
             return v.principal, None
         self.on_denied("remoting", v.reason, not self.enforcing)
-        log.warning("remoting request refused" if self.enforcing else
-                    "remoting request would be refused (permissive)",
-                    code=code, peer=peer, principal=v.principal, reason=v.denied)
+        if self.limiter.allow(host_of(peer), v.reason, str(code)):
+            log.warning("remoting request refused" if self.enforcing else
+                        "remoting request would be refused (permissive)",
+                        code=code, peer=peer, principal=v.principal, reason=v.denied)
         return v.principal, v.denied if self.enforcing else None

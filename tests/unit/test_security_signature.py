@@ -259,3 +259,16 @@ def test_bad_file_at_start_is_an_error(tmp_path: Path) -> None:
         AccessFiles(str(tmp_path / "acl.yml"))
     with pytest.raises(AccountsFileError):
         AccessFiles(str(tmp_path / "missing.yml"))
+
+
+def test_refusal_logs_are_limited_per_client_reason_and_code() -> None:
+    from nsfleet.security.policy import LogLimiter
+
+    limiter = LogLimiter(every=60.0, max_keys=3)
+    assert limiter.allow("10.0.0.1", "unsigned", "105")
+    assert not limiter.allow("10.0.0.1", "unsigned", "105")
+    assert limiter.allow("10.0.0.1", "unsigned", "100")
+    assert limiter.allow("10.0.0.2", "unsigned", "105")
+    assert limiter.allow("10.0.0.3", "unsigned", "105")  # over max_keys: forgets, stays bounded
+    assert len(limiter._last) == 1
+    assert LogLimiter(every=0.0).allow("a") and LogLimiter(every=0.0).allow("a")
