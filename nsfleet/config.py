@@ -51,6 +51,16 @@ class Settings:
     tls_ca_file: str = ""  # CAs that sign client certificates
     tls_client_auth: str = "none"  # none, optional or require
     tls_reload_interval: float = 10.0  # seconds between checks of the TLS files for changes
+    # --- access control (docs/security.md) ---
+    acl_mode: str = "off"  # off, permissive, enforcing
+    acl_file: str = ""  # accounts, allowlists and HTTP tokens (plain_acl.yml's format)
+    acl_reload_interval: float = 5.0
+    acl_anonymous_reads: bool = False
+    read_token_file: str = ""
+    write_token_file: str = ""
+    probe_token_file: str = ""
+    http_proxy_protocol: bool = False
+    trusted_proxies: str = ""  # comma-separated CIDRs / plain_acl.yml address patterns
 
     @property
     def embedded_redis(self) -> bool:
@@ -76,6 +86,15 @@ class Settings:
             raise validation.ValidationError("expiry-guard-share", "must be between 0 and 1")
         for name in ("max_body_size", "max_frame_size"):
             validation.integer(getattr(self, name), name.replace("_", "-"), 1024)
+        if self.acl_mode not in ("off", "permissive", "enforcing"):
+            raise validation.ValidationError("acl-mode", "must be off, permissive or enforcing")
+        if self.acl_mode != "off" and not self.acl_file:
+            raise validation.ValidationError("acl-mode", "needs --acl-file (the accounts)")
+        if self.acl_reload_interval <= 0:
+            raise validation.ValidationError("acl-reload-interval", "must be > 0")
+        if self.http_proxy_protocol and not self.trusted_proxies.strip():
+            raise validation.ValidationError("http-proxy-protocol",
+                                             "needs --trusted-proxies (whose headers to believe)")
         self._validate_tls()
         return self
 
@@ -96,6 +115,10 @@ class Settings:
                                                  f"{self.tls_client_auth}")
         if self.tls_reload_interval <= 0:
             raise validation.ValidationError("tls-reload-interval", "must be > 0")
+
+    @property
+    def trusted_proxy_rules(self) -> list[str]:
+        return [r.strip() for r in self.trusted_proxies.split(",") if r.strip()]
 
     def printable(self) -> dict[str, object]:
         """Effective settings with secrets masked (``serve --print-config``)."""
@@ -149,6 +172,22 @@ HELP = {
     "tls_ca_file": "PEM CA certificates that sign client certificates; reloaded on change",
     "tls_client_auth": "client certificates: none, optional (verified when sent) or require",
     "tls_reload_interval": "seconds between checks of the TLS files for changes",
+    "acl_mode": "remoting access control: off (anyone may send anything, as Java), permissive "
+                "(verify signatures, log and count refusals, serve anyway) or enforcing",
+    "acl_file": "accounts file (plain_acl.yml format: accounts, globalWhiteRemoteAddresses; "
+                "plus HTTP tokens), re-read when it changes",
+    "acl_reload_interval": "seconds between checks of the accounts and token files",
+    "acl_anonymous_reads": "with access control on, serve unsigned read codes from anyone",
+    "read_token_file": "file holding an HTTP bearer token with read scope (turns HTTP tokens on)",
+    "write_token_file": "file holding an HTTP bearer token with write scope (turns HTTP "
+                        "tokens on)",
+    "probe_token_file": "file holding a token for /livez, /readyz and /metrics (else they stay "
+                        "open)",
+    "http_proxy_protocol": "accept a PROXY v1/v2 header on HTTP connections from "
+                           "--trusted-proxies",
+    "trusted_proxies": "comma-separated CIDRs/patterns of load balancers whose PROXY headers "
+                       "are believed (both ports); empty with --acl-mode off: remoting believes "
+                       "any peer's, as Java",
 }
 
 

@@ -24,6 +24,7 @@ from nsfleet.metrics import Metrics
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import ReloadingContext, TlsAcceptor, TlsFiles, TlsMode
+from nsfleet.security.wiring import build as build_security
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
 from nsfleet.service.presence import WorkerPresence
@@ -59,7 +60,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             loop.add_signal_handler(sig, stop.set)
 
     metrics = Metrics()
-    tls = _tls_acceptor(settings, metrics)  # first: bad TLS files stop the start at once
+    # First: bad TLS files or a bad accounts file stop the start at once (never half-protected).
+    tls = _tls_acceptor(settings, metrics)
+    security = build_security(settings, metrics.registry)
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if settings.embedded_redis:
@@ -79,13 +82,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     presence = WorkerPresence(store)
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
     app = create_app(ns, scripts_loaded=False)
+    if security.http_middleware is not None:
+        app.middlewares.append(security.http_middleware)  # inside the error middleware
+    if security.files is not None:
+        tasks.append(asyncio.create_task(
+            security.files.watch(settings.acl_reload_interval, stop)))
     try:
         # HTTP first, so /livez answers (and /readyz says why not) while Redis is unreachable.
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                shutdown_timeout=settings.drain_timeout)
         await runner.setup()
         runners.append(runner)
-        await web.TCPSite(runner, settings.host, settings.http_port).start()
+        await security.http_site(runner, settings.host, settings.http_port).start()
         if settings.metrics_port:
             mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
             await mrunner.setup()
@@ -103,7 +111,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         cache.on_config_change.append(config_changed)
         tasks.append(asyncio.create_task(_follow_config(config, config_changed, stop)))
         remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size,
-                                  wrap=tls.wrap if tls is not None else None)
+                                  wrap=tls.wrap if tls is not None else None,
+                                  guard=security.guard,
+                                  trusted_proxies=security.remoting_trusted)
         await remoting.start(settings.host, settings.remoting_port)
         if tls is not None:
             tasks.append(asyncio.create_task(

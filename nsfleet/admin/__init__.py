@@ -18,6 +18,7 @@ import json
 import os
 import ssl
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -28,6 +29,9 @@ from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavai
 from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable, client_tls_context
 
 SERVER_ENV = "NSFLEET_SERVER"
+TOKEN_ENV = "NSFLEET_TOKEN"
+ACCESS_KEY_ENV = "NSFLEET_ACCESS_KEY"
+SECRET_KEY_ENV = "NSFLEET_SECRET_KEY"
 DESCRIPTION = """\
 mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
 the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
@@ -61,6 +65,15 @@ def _common() -> argparse.ArgumentParser:
                         "Java's tls.test.mode.enable); implies --tls")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the worker's JSON instead of tables")
+    p.add_argument("--token-file", default=argparse.SUPPRESS, metavar="FILE",
+                   help=f"HTTP bearer token for workers with tokens on (env {TOKEN_ENV} holds "
+                        "the token itself)")
+    p.add_argument("--access-key", default=argparse.SUPPRESS, metavar="AK",
+                   help=f"-n: sign requests as this account, as mqadmin with conf/tools.yml "
+                        f"(env {ACCESS_KEY_ENV})")
+    p.add_argument("--secret-key-file", default=argparse.SUPPRESS, metavar="FILE",
+                   help=f"-n: the account's secret key (env {SECRET_KEY_ENV} holds the key "
+                        "itself)")
     p.add_argument("--timeout", type=float, default=argparse.SUPPRESS, metavar="S",
                    help=f"seconds per request and worker (default {DEFAULT_TIMEOUT:g})")
     return p
@@ -130,15 +143,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return admin
 
 
+def _secret(args: argparse.Namespace, file_option: str, env: str) -> str | None:
+    """A secret from its file option (flags never hold secrets: ps shows them), else the
+    environment."""
+    path = getattr(args, file_option, None)
+    if path:
+        try:
+            return Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ValueError(f"--{file_option.replace('_', '-')}: {exc}") from None
+    return os.environ.get(env) or None
+
+
 async def _execute(args: argparse.Namespace) -> commands.Output:
     timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
     api: Api
     if getattr(args, "namesrv_addr", None):
+        access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
+        secret_key = _secret(args, "secret_key_file", SECRET_KEY_ENV)
         api = RemotingApi(NamesrvClient(args.namesrv_addr, timeout=timeout,
-                                        tls=_tls_context(args)))
+                                        tls=_tls_context(args), access_key=access_key,
+                                        secret_key=secret_key))
     else:
         servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
-        api = HttpApi(FleetHttp(servers, timeout=timeout))
+        api = HttpApi(FleetHttp(servers, timeout=timeout,
+                                token=_secret(args, "token_file", TOKEN_ENV)))
     try:
         return await args.handler(api, args)
     finally:

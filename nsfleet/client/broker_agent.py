@@ -101,14 +101,16 @@ class BrokerAgent:
                  initial_delay: float | None = None, force_register: bool = False,
                  request_timeout: float = REQUEST_TIMEOUT,
                  register_timeout: float = REGISTER_TIMEOUT,
-                 session: aiohttp.ClientSession | None = None, shuffle: bool = False) -> None:
+                 session: aiohttp.ClientSession | None = None, shuffle: bool = False,
+                 token: str | None = None) -> None:
         self.identity = identity
         self.interval = clamp_interval(heartbeat_interval, interval_bounds)
         # Java waits 10 s before the first periodic registration; by default one interval here.
         self.initial_delay = self.interval if initial_delay is None else initial_delay
         self.force_register = force_register
         self.register_timeout = register_timeout
-        self.http = FleetHttp(servers, timeout=request_timeout, session=session, shuffle=shuffle)
+        self.http = FleetHttp(servers, timeout=request_timeout, session=session, shuffle=shuffle,
+                              token=token)
         self._topics: dict[str, TopicConfig] = {t.topic_name: t for t in topics}
         self._dv = DataVersion(0, _now_ms(), 0)
         self._registered_dv: DataVersion | None = None

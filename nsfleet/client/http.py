@@ -93,9 +93,12 @@ class FleetHttp:
     """One sticky position in a list of worker URLs, over one aiohttp session."""
 
     def __init__(self, servers: str | Sequence[str], *, timeout: float = 3.0,
-                 session: aiohttp.ClientSession | None = None, shuffle: bool = False) -> None:
+                 session: aiohttp.ClientSession | None = None, shuffle: bool = False,
+                 token: str | None = None) -> None:
         self.servers = parse_servers(servers)
         self.timeout = timeout
+        # A bearer token for workers with HTTP tokens on (docs/security.md).
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         # Java starts at a random index so that clients spread over the namesrvs.
         self._index = random.randrange(len(self.servers)) if shuffle else 0
         self._session = session
@@ -128,6 +131,8 @@ class FleetHttp:
         (default: the client's) bounds each worker's attempt."""
         errors: list[tuple[str, str]] = []
         client_timeout = aiohttp.ClientTimeout(total=attempt_timeout or self.timeout)
+        if self._auth:
+            headers = {**self._auth, **(headers or {})}
         for _ in range(len(self.servers)):
             base = self.current
             self.requests += 1

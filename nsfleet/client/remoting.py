@@ -19,6 +19,7 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
+from nsfleet.security import signature
 
 _opaque = itertools.count(1)
 
@@ -73,15 +74,22 @@ def client_tls_context(ca_file: str = "", cert_file: str = "", key_file: str = "
 
 class NamesrvClient:
     def __init__(self, addrs: str, *, timeout: float = 5.0,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, access_key: str | None = None,
+                 secret_key: str | None = None) -> None:
         self.addrs = parse_addrs(addrs)
         self.timeout = timeout
         self.tls = tls
+        if (access_key is None) != (secret_key is None):
+            raise ValueError("an access key needs its secret key, and the other way round")
+        # Sign as the Java client's AclClientRPCHook does (workers with --acl-mode on).
+        self.credentials = (access_key, secret_key) if access_key and secret_key else None
 
     async def call(self, code: int, ext_fields: dict[str, str] | None = None,
                    body: bytes | None = None) -> RemotingCommand:
         """The response to one request; RemotingUnavailable when no address answers."""
         errors: list[tuple[str, str]] = []
+        if self.credentials is not None:
+            ext_fields = signature.sign(dict(ext_fields or {}), body, *self.credentials)
         for addr in self.addrs:
             request = RemotingCommand(code=code, language="PYTHON", version=CURRENT_VERSION,
                                       opaque=next(_opaque), ext_fields=ext_fields, body=body,

@@ -72,13 +72,15 @@ class RouteClient:
     def __init__(self, servers: str | Sequence[str], *, poll_interval: float = POLL_INTERVAL,
                  request_timeout: float = REQUEST_TIMEOUT, default_topic: str = DEFAULT_TOPIC,
                  default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
-                 session: aiohttp.ClientSession | None = None, shuffle: bool = False) -> None:
+                 session: aiohttp.ClientSession | None = None, shuffle: bool = False,
+                 token: str | None = None) -> None:
         if poll_interval <= 0:
             raise ValueError("poll_interval must be > 0")
         self.poll_interval = poll_interval
         self.default_topic = default_topic
         self.default_topic_queue_nums = default_topic_queue_nums
-        self.http = FleetHttp(servers, timeout=request_timeout, session=session, shuffle=shuffle)
+        self.http = FleetHttp(servers, timeout=request_timeout, session=session, shuffle=shuffle,
+                              token=token)
         self._cache: dict[str, CachedRoute] = {}
         self._task: asyncio.Task[None] | None = None
         self._watch_supported: bool | None = None  # unknown until the first attempt

@@ -195,3 +195,17 @@ class KvKeyMissing(NameServerError):
 
     def __init__(self) -> None:
         super().__init__("namespace or key is null")
+
+
+class AccessDenied(NameServerError):
+    """Access control refused the request (docs/security.md): answered NO_PERMISSION with a
+    remark naming the reason, never a secret or an expected signature. Over HTTP, 401 when no
+    valid credential came with it, 403 when the credential lacks the scope."""
+
+    code = ResponseCode.NO_PERMISSION
+    http_status = 403
+
+    def __init__(self, remark: str, *, unauthenticated: bool = False) -> None:
+        super().__init__(remark)
+        if unauthenticated:
+            self.http_status = 401

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import structlog
 
@@ -30,8 +30,12 @@ from nsfleet.remoting.codec import (
 )
 from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
 from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
-from nsfleet.service.audit import client_address
+from nsfleet.service.audit import client_account, client_address
 from nsfleet.service.nameserver import NameServer
+
+if TYPE_CHECKING:
+    from nsfleet.security.addresses import AddressRules
+    from nsfleet.security.policy import RemotingGuard
 
 log = structlog.get_logger(__name__)
 IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
@@ -89,6 +93,11 @@ class RemotingProtocol(asyncio.Protocol):
                 return
             data = bytes(self.proxy_pending[result.consumed:])
             if result.state is ProxyState.PARSED and result.client_address:
+                trusted = self.server.trusted_proxies
+                if trusted is not None and not trusted.match(self.conn.peer):
+                    self._abort("PROXY header from an untrusted peer",
+                                ProtocolError(f"{self.conn.peer} is not a trusted proxy"))
+                    return
                 self.conn.peer = result.client_address
             self.proxy_pending = None
         try:
@@ -109,6 +118,13 @@ class RemotingProtocol(asyncio.Protocol):
     def _dispatch(self, cmd: RemotingCommand) -> None:
         if cmd.is_response:
             return  # the NameServer sends no requests of its own, so no response is awaited
+        if self.server.guard is not None:  # access control on: docs/security.md
+            account, denied = self.server.guard.check(cmd.code, cmd.ext_fields, cmd.body,
+                                                      cmd.version, self.conn.peer)
+            if denied is not None:
+                self.reply(cmd, make_response(cmd, ResponseCode.NO_PERMISSION, remark=denied))
+                return
+            client_account.set(account)  # copied into the request's task by spawn
         if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             response = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
             if response is not None:
@@ -155,9 +171,14 @@ class RemotingProtocol(asyncio.Protocol):
 class RemotingServer:
     def __init__(self, ns: NameServer, *, max_frame_size: int = 16 * 1024 * 1024,
                  idle_seconds: float = IDLE_SECONDS,
-                 wrap: Callable[[RemotingProtocol], asyncio.Protocol] | None = None) -> None:
+                 wrap: Callable[[RemotingProtocol], asyncio.Protocol] | None = None,
+                 guard: RemotingGuard | None = None,
+                 trusted_proxies: AddressRules | None = None) -> None:
         self.ns = ns
         self.wrap = wrap  # puts each connection behind TLS (nsfleet.remoting.tls)
+        self.guard = guard
+        # None: a PROXY header is believed from anyone (Java); else only from these peers.
+        self.trusted_proxies = trusted_proxies
         self.max_frame_size = max_frame_size
         self.idle_seconds = idle_seconds
         self.connections: set[RemotingProtocol] = set()

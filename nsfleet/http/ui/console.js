@@ -24,8 +24,17 @@ function fill(id, rows) {
   body.replaceWith(fresh);
 }
 
+// A worker with HTTP tokens (docs/security.md) takes a read token: open /ui#token=TOKEN once; the
+// token is kept for this tab only and dropped from the address bar.
+if (location.hash.startsWith("#token=")) {
+  sessionStorage.setItem("nsfleetToken", decodeURIComponent(location.hash.slice(7)));
+  history.replaceState(null, "", location.pathname);
+}
+const token = sessionStorage.getItem("nsfleetToken");
+const fetchOptions = {cache: "no-store", headers: token ? {Authorization: `Bearer ${token}`} : {}};
+
 async function get(path) {
-  const resp = await fetch(path, {cache: "no-store"});
+  const resp = await fetch(path, fetchOptions);
   if (!resp.ok) throw new Error(`${path}: ${resp.status}`);
   return resp.json();
 }
@@ -69,7 +78,7 @@ async function drawTopics() {
   }
   const shown = list.slice(0, 200);
   const routes = await Promise.all(shown.map((t) => fetch(`/v1/routes/${encodeURIComponent(t)}`,
-    {cache: "no-store"}).then((r) => (r.ok ? r.json() : null))));
+    fetchOptions).then((r) => (r.ok ? r.json() : null))));
   fill("topics", shown.map((topic, i) => {
     const route = routes[i];
     if (!route) return [topic, "no live group", "-", "-"];
