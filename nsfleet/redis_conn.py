@@ -14,6 +14,10 @@ from redis.backoff import NoBackoff
 MIN_VERSION = (6, 2)
 POOL_SIZE = 64  # Redis connections per worker; more rarely helps (the Python client
 POOL_WAIT = 10.0  # is the bottleneck), and a burst beyond it waits up to POOL_WAIT seconds
+# Redis is on the LAN: a connect slower than this (one lost SYN is retransmitted after 1 s) is a
+# dead or unreachable host. Without it a connect waits for the OS (~2 min), and the retry makes
+# up to 4 connect attempts per command.
+CONNECT_TIMEOUT = 2.0
 
 
 class UnsuitableRedis(RuntimeError):
@@ -65,7 +69,8 @@ def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis:
         return _sentinel_master(url, username, password)
     kwargs: dict[str, object] = {"decode_responses": True, "health_check_interval": 30,
                                  "max_connections": POOL_SIZE, "timeout": POOL_WAIT,
-                                 "retry": retry_once()}
+                                 "retry": retry_once(),
+                                 "socket_connect_timeout": CONNECT_TIMEOUT}
     parts = urlsplit(url)
     if password and not parts.password:
         kwargs["password"] = password
@@ -96,9 +101,10 @@ def _sentinel_master(url: str, username: str, password: str) -> aioredis.Redis:
     # Sentinels are asked once each, with one retry (redis-py's default of 10 with backoff
     # would hold master discovery for seconds on a dead sentinel before trying the next).
     sentinel = Sentinel(hosts, sentinel_kwargs={"password": sentinel_pw, "ssl": ssl,
-                                                "retry": retry_once()},
+                                                "retry": retry_once(),
+                                                "socket_connect_timeout": CONNECT_TIMEOUT},
                         decode_responses=True, username=user, password=pw, db=db, ssl=ssl,
-                        retry=retry_once())
+                        retry=retry_once(), socket_connect_timeout=CONNECT_TIMEOUT)
     return sentinel.master_for(service, redis_class=_Redis, max_connections=1000)
 
 

@@ -13,7 +13,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
+from nsfleet.redis_conn import CONNECT_TIMEOUT, UnsuitableRedis, check_server, connect
 from nsfleet.redis_server import RedisServer
 
 
@@ -123,9 +123,22 @@ async def test_a_subscription_breaks_instead_of_reconnecting(
         await client.aclose()
 
 
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "unix:///tmp/nsfleet-none.sock",
+                                 "rediss://127.0.0.1:1/0"])
+async def test_every_url_kind_retries_once_and_bounds_connects(url: str) -> None:
+    client = connect(url)
+    kwargs = client.connection_pool.connection_kwargs
+    assert kwargs["retry"].get_retries() == 1
+    assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
+    await client.aclose()
+
+
 def test_sentinel_connections_retry_once() -> None:
     client = connect("redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster")
-    assert client.connection_pool.connection_kwargs["retry"].get_retries() == 1
+    kwargs = client.connection_pool.connection_kwargs
+    assert kwargs["retry"].get_retries() == 1
+    assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
     assert isinstance(client.pubsub(), type(connect("redis://127.0.0.1:1").pubsub()))
     sentinel_kwargs = client.connection_pool.sentinel_manager.sentinel_kwargs
     assert sentinel_kwargs["retry"].get_retries() == 1
+    assert sentinel_kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
