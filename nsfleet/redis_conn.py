@@ -40,17 +40,18 @@ class _Subscription(PubSub):
     get_message, hiding the messages published in the gap, and the route cache must learn of
     every gap (it drops everything then). Its connection gets the retry back when released."""
 
+    _pooled_retry: Retry | None = None
+
     async def connect(self) -> None:
-        if self.connection is None:
-            await super().connect()
-            self._pooled_retry = self.connection.retry  # type: ignore[union-attr]
-            self.connection.retry = Retry(NoBackoff(), 0)  # type: ignore[union-attr]
-        else:
-            await super().connect()
+        await super().connect()
+        if self._pooled_retry is None and self.connection is not None:
+            self._pooled_retry = self.connection.retry
+            self.connection.retry = Retry(NoBackoff(), 0)
 
     async def aclose(self) -> None:
-        if getattr(self, "connection", None) is not None:
+        if self._pooled_retry is not None and getattr(self, "connection", None) is not None:
             self.connection.retry = self._pooled_retry  # type: ignore[union-attr]
+        self._pooled_retry = None
         await super().aclose()
 
 

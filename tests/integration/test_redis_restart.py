@@ -8,6 +8,7 @@ restart gave 28 x 503). AOF keeps every registration acknowledged before the res
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -110,3 +111,26 @@ async def _orphans(url: str) -> list[str]:
         return await invariants.orphans(client, Keys(NAMESPACE))
     finally:
         await client.aclose()
+
+
+def test_sigkill_of_redis_keeps_every_acknowledged_write(redis_aof: RedisServer,
+                                                         worker: WorkerProcess) -> None:
+    """Redis write(2)s the AOF before it replies, so a process crash keeps every acknowledged
+    write even with appendfsync everysec (only a machine crash can lose the last second)."""
+    acked = []
+    for k in range(BURST):
+        status, _ = http("PUT", f"{worker.url}/v1/kv/ns/k{k}", {"value": str(k)})
+        assert status == 200
+        acked.append(k)
+    for i in range(BROKERS):
+        assert http("POST", f"{worker.url}/v1/brokers/register", broker(i))[0] == 200
+    assert redis_aof.process is not None
+    redis_aof.process.send_signal(signal.SIGKILL)  # at once after the last acknowledgement
+    redis_aof.process.wait(10)
+    redis_aof.start()
+
+    table = http("GET", f"{worker.url}/v1/kv/ns")[1]["table"]
+    assert table == {f"k{k}": str(k) for k in acked}
+    clusters = http("GET", f"{worker.url}/v1/cluster-info")[1]
+    assert len(clusters["brokerAddrTable"]) == BROKERS
+    assert asyncio.run(_orphans(redis_aof.url)) == []
