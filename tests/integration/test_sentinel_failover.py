@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from nsfleet.redis_server import RedisServer, free_port
+from nsfleet.store.keys import Keys
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
 
@@ -140,6 +141,19 @@ def test_workers_follow_the_promoted_replica(
         assert http("POST", f"{a.url}/v1/brokers/register", changed)[0] == 200
         route = wait_for(lambda: http("GET", f"{b.url}/v1/routes/T0")[1], 5.0, "route")
         assert route["queueDatas"][0]["readQueueNums"] == 2
+
+        # The old master comes back with its AOF; Sentinel turns it into a replica of the new
+        # master (its copy is replaced by the new master's), and the workers never write to it.
+        master.start()
+        old = redis.Redis(port=master.port, decode_responses=True)
+        # Sentinel waits a few publish periods (~8 s) before it reconfigures a returning master.
+        wait_for(lambda: old.info("replication")["role"] == "slave", 40.0, "old master demoted")
+        old.close()
+        assert http("POST", f"{b.url}/v1/brokers/register", broker(200))[0] == 200
+        wait_for(lambda: _replicated(replica, master), 10.0, "old master catching up")
+        demoted = redis.Redis(port=master.port, decode_responses=True)
+        assert demoted.exists(Keys("failover").broker("c1", "10.0.1.200:10911")) == 1
+        demoted.close()
     finally:
         for w in workers:
             if w.process is not None:
