@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
-from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
+from nsfleet.redis_conn import CONNECT_TIMEOUT, UnsuitableRedis, check_server, connect
+from nsfleet.redis_server import RedisServer
 
 
 class _Info:
@@ -50,3 +57,88 @@ async def test_password_from_settings_only_when_the_url_has_none() -> None:
 def test_sentinel_url_needs_a_service() -> None:
     with pytest.raises(ValueError, match="service name"):
         connect("redis+sentinel://127.0.0.1:26379")
+
+
+@pytest.fixture
+def restartable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A private redis-server (the session one must not be restarted under other tests)."""
+    server = RedisServer(data_dir=tmp_path / "redis").start()
+    yield server
+    server.stop()
+
+
+async def _restart(server: RedisServer) -> None:
+    server.stop()
+    await asyncio.sleep(0.2)
+    server.start()
+
+
+async def test_idle_pooled_connections_survive_a_restart(restartable_redis: RedisServer) -> None:
+    """Each connection that sat idle through a restart fails once; the retry hides it."""
+    client = connect(restartable_redis.url)
+    try:
+        script = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])"
+        burst = [client.eval(script, 1, f"k{i}", str(i)) for i in range(30)]
+        assert await asyncio.gather(*burst) == [str(i) for i in range(30)]
+        await _restart(restartable_redis)
+        burst = [client.eval(script, 1, f"k{i}", str(i)) for i in range(30)]
+        assert await asyncio.gather(*burst) == [str(i) for i in range(30)]
+    finally:
+        await client.aclose()
+
+
+async def test_without_the_retry_the_same_restart_fails(restartable_redis: RedisServer) -> None:
+    """The test above would fail without retry_once (it is what makes it pass)."""
+    client = connect(restartable_redis.url)
+    client.connection_pool.connection_kwargs["retry"] = Retry(NoBackoff(), 0)
+    try:
+        await asyncio.gather(*(client.set(f"k{i}", i) for i in range(10)))
+        await _restart(restartable_redis)
+        results = await asyncio.gather(*(client.get(f"k{i}") for i in range(10)),
+                                       return_exceptions=True)
+        assert any(isinstance(r, RedisConnectionError) for r in results)
+    finally:
+        await client.aclose()
+
+
+async def test_a_subscription_breaks_instead_of_reconnecting(
+        restartable_redis: RedisServer) -> None:
+    """Messages published while a subscription is down are lost: it must raise (the route
+    cache then drops everything), not resubscribe silently as a retrying connection would."""
+    client = connect(restartable_redis.url)
+    pubsub = client.pubsub(ignore_subscribe_messages=True)
+    try:
+        await pubsub.subscribe("ch")
+        assert pubsub.connection is not None
+        assert pubsub.connection.retry.get_retries() == 0
+        await _restart(restartable_redis)
+        with pytest.raises(RedisConnectionError):  # redis-py notices on the 1st or 2nd read
+            for _ in range(3):
+                await pubsub.get_message(timeout=0.5)
+        connection = pubsub.connection
+        await pubsub.aclose()
+        assert connection.retry.get_retries() == 1  # back in the pool, with the pool's retry
+        assert await client.publish("ch", "x") == 0
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:1/0", "unix:///tmp/nsfleet-none.sock",
+                                 "rediss://127.0.0.1:1/0"])
+async def test_every_url_kind_retries_once_and_bounds_connects(url: str) -> None:
+    client = connect(url)
+    kwargs = client.connection_pool.connection_kwargs
+    assert kwargs["retry"].get_retries() == 1
+    assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
+    await client.aclose()
+
+
+def test_sentinel_connections_retry_once() -> None:
+    client = connect("redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster")
+    kwargs = client.connection_pool.connection_kwargs
+    assert kwargs["retry"].get_retries() == 1
+    assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
+    assert isinstance(client.pubsub(), type(connect("redis://127.0.0.1:1").pubsub()))
+    sentinel_kwargs = client.connection_pool.sentinel_manager.sentinel_kwargs
+    assert sentinel_kwargs["retry"].get_retries() == 1
+    assert sentinel_kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT

@@ -1,0 +1,160 @@
+"""Sentinel failover under real workers: a Redis master, one replica and three sentinels on
+loopback ports; the master is killed with SIGKILL; the workers follow the promoted replica.
+
+Redis replicates asynchronously: a write is acknowledged once the master has applied it, before
+the replica has it. The test therefore kills the master once the replica has acknowledged the
+master's replication offset, which is what a registration acknowledged "long enough" (more than
+the replication lag, ~1 ms on a LAN) before the crash can count on; docs/reliability.md says what
+can be lost inside that window.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from nsfleet.redis_server import RedisServer, free_port
+from nsfleet.store.keys import Keys
+from tests.support.workers import WorkerProcess
+from tests.support.workers import request as http
+
+pytestmark = pytest.mark.redis
+
+SERVICE = "mymaster"
+BROKERS = 20
+FAILOVER_WITHIN = 30.0  # seconds: down-after 1 s, then election and promotion
+
+
+def broker(i: int) -> dict[str, Any]:
+    return {"clusterName": "c1", "brokerAddr": f"10.0.1.{i}:10911", "brokerName": f"b{i}",
+            "brokerId": 0, "dataVersion": {"counter": 1, "timestamp": 1},
+            "heartbeatTimeoutMillis": 600_000,
+            "topicConfigTable": {f"T{i}": {}, "Shared": {}}}  # one topic alone is refused
+
+
+def wait_for(check: Callable[[], Any], within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+        except (redis.RedisError, OSError):
+            result = None
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not within {within} s")
+
+
+@pytest.fixture
+def sentinel_set(tmp_path: Path) -> Iterator[tuple[RedisServer, RedisServer, list[int]]]:
+    """(master, replica, sentinel ports), all stopped afterwards whatever happened."""
+    started: list[RedisServer] = []
+    try:
+        master = RedisServer(tmp_path / "master").start()
+        started.append(master)
+        replica = RedisServer(tmp_path / "replica",
+                              extra_args=["--replicaof", "127.0.0.1", str(master.port)]).start()
+        started.append(replica)
+        ports = []
+        for n in range(3):
+            port = free_port()
+            conf = tmp_path / f"sentinel{n}" / "sentinel.conf"
+            conf.parent.mkdir()
+            conf.write_text(f"port {port}\nbind 127.0.0.1\n"
+                            f"sentinel monitor {SERVICE} 127.0.0.1 {master.port} 2\n"
+                            f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                            f"sentinel failover-timeout {SERVICE} 5000\n")
+            started.append(RedisServer(conf.parent, port=port, appendonly=False,
+                                       config_file=conf, extra_args=["--sentinel"]).start())
+            ports.append(port)
+        # Failover needs every sentinel to know the replica and the other two sentinels.
+        for port in ports:
+            s = redis.Redis(port=port, decode_responses=True)
+            wait_for(lambda s=s: (lambda m: int(m["num-slaves"]) == 1
+                                  and int(m["num-other-sentinels"]) == 2)(
+                s.sentinel_master(SERVICE)), 20.0, "sentinels discovering each other")
+            s.close()
+        yield master, replica, ports
+    finally:
+        for server in reversed(started):
+            server.stop()
+
+
+def _replicated(master: RedisServer, replica: RedisServer) -> bool:
+    m = redis.Redis(port=master.port, decode_responses=True)
+    r = redis.Redis(port=replica.port, decode_responses=True)
+    try:
+        offset = m.info("replication")["master_repl_offset"]
+        info = r.info("replication")
+        return bool(info["master_link_status"] == "up"
+                    and info["slave_repl_offset"] >= offset)
+    finally:
+        m.close()
+        r.close()
+
+
+def test_workers_follow_the_promoted_replica(
+        sentinel_set: tuple[RedisServer, RedisServer, list[int]], tmp_path: Path) -> None:
+    master, replica, ports = sentinel_set
+    hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
+    env = {"NSFLEET_REDIS_URL": f"redis+sentinel://{hosts}/{SERVICE}/0",
+           "NSFLEET_NAMESPACE": "failover", "NSFLEET_DRAIN_TIMEOUT": "2"}
+    workers = [WorkerProcess(env, tmp_path / f"w{i}.log") for i in range(2)]
+    try:
+        for w in workers:
+            w.start()
+        a, b = workers
+        for i in range(BROKERS):
+            assert http("POST", f"{workers[i % 2].url}/v1/brokers/register", broker(i))[0] == 200
+        assert http("PUT", f"{a.url}/v1/kv/ns/key", {"value": "v"})[0] == 200
+        assert http("GET", f"{b.url}/v1/routes/T0")[0] == 200  # b's route cache holds T0
+        wait_for(lambda: _replicated(master, replica), 10.0, "replica catching up")
+
+        assert master.process is not None
+        master.process.send_signal(signal.SIGKILL)
+        master.process.wait(10)
+
+        # Each worker writes again once Sentinel has promoted the replica.
+        for i, w in enumerate(workers):
+            wait_for(lambda w=w, i=i: http("POST", f"{w.url}/v1/brokers/register",
+                                           broker(100 + i))[0] == 200,
+                     FAILOVER_WITHIN, "a write after the failover")
+        promoted = redis.Redis(port=replica.port, decode_responses=True)
+        assert promoted.info("replication")["role"] == "master"
+        promoted.close()
+
+        for w in workers:
+            table = http("GET", f"{w.url}/v1/cluster-info")[1]["brokerAddrTable"]
+            assert {f"b{i}" for i in range(BROKERS)} <= set(table), w.url
+            assert http("GET", f"{w.url}/v1/kv/ns/key")[1] == {"value": "v"}
+        # The route caches follow the new master's change feed: a change made through one
+        # worker is seen at once through the other.
+        changed = broker(0) | {"dataVersion": {"counter": 2, "timestamp": 2},
+                               "topicConfigTable": {"T0": {"readQueueNums": 2,
+                                                           "writeQueueNums": 2}}}
+        assert http("POST", f"{a.url}/v1/brokers/register", changed)[0] == 200
+        route = wait_for(lambda: http("GET", f"{b.url}/v1/routes/T0")[1], 5.0, "route")
+        assert route["queueDatas"][0]["readQueueNums"] == 2
+
+        # The old master comes back with its AOF; Sentinel turns it into a replica of the new
+        # master (its copy is replaced by the new master's), and the workers never write to it.
+        master.start()
+        old = redis.Redis(port=master.port, decode_responses=True)
+        # Sentinel waits a few publish periods (~8 s) before it reconfigures a returning master.
+        wait_for(lambda: old.info("replication")["role"] == "slave", 40.0, "old master demoted")
+        old.close()
+        assert http("POST", f"{b.url}/v1/brokers/register", broker(200))[0] == 200
+        wait_for(lambda: _replicated(replica, master), 10.0, "old master catching up")
+        demoted = redis.Redis(port=master.port, decode_responses=True)
+        assert demoted.exists(Keys("failover").broker("c1", "10.0.1.200:10911")) == 1
+        demoted.close()
+    finally:
+        for w in workers:
+            if w.process is not None:
+                w.stop()
