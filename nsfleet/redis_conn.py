@@ -122,6 +122,9 @@ def cluster_client(url: str, username: str = "", password: str = "") -> RedisClu
     # Per node: POOL_SIZE commands (BoundedRedisCluster) plus room for the change-feed
     # subscription and the few pipelines (admin listings).
     kwargs.setdefault("max_connections", 2 * POOL_SIZE)
+    # A namespace needs its own slot only: a layout with another shard's slots unserved
+    # (cluster-require-full-coverage no) must not stop this worker.
+    kwargs.setdefault("require_full_coverage", False)
     try:
         return BoundedRedisCluster(startup_nodes=nodes, decode_responses=True,
                                    health_check_interval=30, **kwargs)

@@ -19,7 +19,7 @@ def redis_cli(*args: str, timeout: float = 10.0) -> str:
 
 
 @dataclass
-class TestCluster:
+class RedisClusterNodes:
     nodes: list[RedisServer] = field(default_factory=list)
 
     @property
@@ -51,8 +51,10 @@ class TestCluster:
 
 
 def start_cluster(base: Path, masters: int = 3, replicas: int = 0,
-                  node_timeout_ms: int = 5000) -> TestCluster:
-    cluster = TestCluster()
+                  node_timeout_ms: int = 5000, full_coverage: bool = True) -> RedisClusterNodes:
+    """``full_coverage=False``: a shard without a master stops only its own slots (Redis
+    Cluster's default stops every shard then)."""
+    cluster = RedisClusterNodes()
     taken: set[int] = set()
     try:
         for i in range(masters * (1 + replicas)):
@@ -60,7 +62,9 @@ def start_cluster(base: Path, masters: int = 3, replicas: int = 0,
             node = RedisServer(data_dir=data, port=cluster_port(taken), appendonly=False,
                                extra_args=["--cluster-enabled", "yes", "--cluster-config-file",
                                            str(data / "nodes.conf"),
-                                           "--cluster-node-timeout", str(node_timeout_ms)])
+                                           "--cluster-node-timeout", str(node_timeout_ms),
+                                           "--cluster-require-full-coverage",
+                                           "yes" if full_coverage else "no"])
             cluster.nodes.append(node.start())
         create = subprocess.run(
             [_cli_path(), "--cluster", "create",
