@@ -7,16 +7,20 @@ Skipped only outside CI when the cluster cannot be started; in CI (``$CI`` set) 
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.cluster import key_slot
 
+from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
+from nsfleet.redis_conn import POOL_SIZE, UnsuitableRedis, check_server, connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
+from nsfleet.store.change_feed import Change, Subscription
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from tests.support.invariants import orphans
 from tests.support.redis_cluster import start_cluster
@@ -129,3 +133,86 @@ async def test_every_key_of_a_namespace_is_in_one_slot(cluster: RedisCluster) ->
     keys = [k async for k in cluster.scan_iter(match=f"{store.keys.prefix}:*")]
     assert len(keys) > 15
     assert {key_slot(k.encode()) for k in keys} == {key_slot(store.keys.prefix.encode())}
+
+
+async def test_check_server_asks_every_master(cluster: RedisCluster) -> None:
+    assert (await check_server(cluster))["cluster_masters"] == "3"
+    node = cluster.get_primaries()[1]
+    await cluster.config_set("maxmemory-policy", "allkeys-lru", target_nodes=node)
+    try:
+        with pytest.raises(UnsuitableRedis, match=f"cluster node {node.name}"):
+            await check_server(cluster)
+    finally:
+        await cluster.config_set("maxmemory-policy", "noeviction", target_nodes=node)
+
+
+async def test_a_burst_past_the_pool_waits_instead_of_failing(
+        cluster_nodes: list[RedisServer]) -> None:
+    client = connect(f"redis+cluster://127.0.0.1:{cluster_nodes[0].port}")
+    assert isinstance(client, RedisCluster)
+    # As a worker does (check_server) before any traffic: redis-py's first layout read,
+    # raced by many commands at once, may break connections being opened.
+    await client.initialize()
+    try:
+        # Each BLPOP holds its connection 0.1 s, on the one node owning the {burst} slot.
+        burst = [client.execute_command("BLPOP", "burst:{b}", "0.1") for _ in range(4 * POOL_SIZE)]
+        assert await asyncio.gather(*burst) == [None] * (4 * POOL_SIZE)
+        node = client.get_node_from_key("burst:{b}")
+        assert 0 < len(node._connections) <= 2 * POOL_SIZE
+    finally:
+        await client.aclose()
+
+
+async def _changes_until(subscription: Subscription, done: Callable[[Change], bool]) -> None:
+    for _ in range(50):
+        change = await subscription.next(0.1)
+        if change is not None and done(change):
+            return
+    raise AssertionError("no such change message within 5 s")
+
+
+async def _move_slot(cluster: RedisCluster, slot: int, source: ClusterNode,
+                     target: ClusterNode) -> None:
+    """Move an empty slot the way redis-cli --cluster reshard does."""
+    ids = {n.name: (await cluster.cluster_myid(n)) for n in (source, target)}
+    await cluster.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", ids[source.name],
+                                  target_nodes=target)
+    await cluster.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", ids[target.name],
+                                  target_nodes=source)
+    for node in (target, source):
+        await cluster.execute_command("CLUSTER SETSLOT", slot, "NODE", ids[target.name],
+                                      target_nodes=node)
+
+
+async def test_the_change_feed_follows_the_namespace_master(
+        cluster: RedisCluster, cluster_nodes: list[RedisServer]) -> None:
+    client = connect(f"redis+cluster://127.0.0.1:{cluster_nodes[0].port}")
+    try:
+        store = RouteStore(client, "feed")  # type: ignore[arg-type]
+        await store.load_scripts()
+        async with store.changes.subscribe() as subscription:
+            await store.register_broker(MASTER)
+            await _changes_until(subscription, lambda c: c.all_routes and c.rev > 0)
+            await store.changes.publish_sync("token")
+            await _changes_until(subscription, lambda c: c.sync_token == "token")
+
+        # A namespace whose slot moves to another master (an empty one: moving keys is
+        # redis-cli's job): its subscription ends once the client learns of the move.
+        moving = RouteStore(client, "moving")  # type: ignore[arg-type]
+        slot = key_slot(moving.keys.prefix.encode())
+        source = cluster.get_node_from_key(moving.keys.prefix)
+        target = next(n for n in cluster.get_primaries() if n.name != source.name)
+        async with moving.changes.subscribe() as subscription:
+            assert await subscription.next(0.1) is None
+            await _move_slot(cluster, slot, source, target)
+            try:
+                await moving.rev()  # MOVED: the client learns the new owner
+                with pytest.raises(StoreUnavailable, match="moved"):
+                    await subscription.next(0.1)
+            finally:
+                await _move_slot(cluster, slot, target, source)
+        async with moving.changes.subscribe() as subscription:
+            await moving.changes.publish_sync("back")
+            await _changes_until(subscription, lambda c: c.sync_token == "back")
+    finally:
+        await client.aclose()

@@ -6,8 +6,15 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.connection import SSLConnection
 
-from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
+from nsfleet.redis_conn import (
+    POOL_SIZE,
+    BoundedRedisCluster,
+    UnsuitableRedis,
+    check_server,
+    connect,
+)
 
 
 class _Info:
@@ -50,3 +57,34 @@ async def test_password_from_settings_only_when_the_url_has_none() -> None:
 def test_sentinel_url_needs_a_service() -> None:
     with pytest.raises(ValueError, match="service name"):
         connect("redis+sentinel://127.0.0.1:26379")
+
+
+async def test_cluster_url_names_startup_nodes_credentials_and_tls() -> None:
+    client = connect("rediss+cluster://u:p%40w@h1:7000,[::1]:7001,h3?ssl_cert_reqs=none",
+                     "user", "secret")
+    assert isinstance(client, BoundedRedisCluster)
+    nodes = client.nodes_manager.startup_nodes.values()
+    assert sorted((n.host, n.port) for n in nodes) == [("::1", 7001), ("h1", 7000),
+                                                       ("h3", 6379)]
+    kwargs = client.connection_kwargs
+    assert (kwargs["username"], kwargs["password"]) == ("u", "p@w")  # the URL's, decoded
+    assert kwargs["ssl_cert_reqs"] == "none"
+    assert kwargs["connection_class"] is SSLConnection
+    assert kwargs["max_connections"] == 2 * POOL_SIZE
+    await client.aclose()
+    client = connect("redis+cluster://h1:7000/0", "user", "secret")
+    kwargs = client.connection_kwargs
+    assert (kwargs["username"], kwargs["password"]) == ("user", "secret")
+    assert kwargs["connection_class"] is not SSLConnection
+    await client.aclose()
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("redis+cluster://", "at least one host"),
+    ("redis+cluster://h1:7000/2", "database 0 only"),
+    ("redis+cluster://h1:7000?read_from_replicas=true", "replicas"),
+    ("redis+cluster://h1:7000?no_such_option=1", "unsupported"),
+])
+def test_bad_cluster_urls_are_refused(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        connect(url)
