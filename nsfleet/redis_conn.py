@@ -91,16 +91,22 @@ def cluster_client(url: str, username: str = "", password: str = "") -> RedisClu
     """A client for redis+cluster://[user:pw@]h1:p1[,h2:p2...][/0][?options] (rediss+cluster://
     for TLS). The hosts are startup nodes: any reachable one yields the cluster's layout. Options
     are redis-py's URL query options (e.g. ``ssl_cert_reqs``, ``ssl_ca_certs``)."""
+    if not hasattr(RedisCluster, "pubsub"):  # the change feed needs it
+        raise ValueError("redis+cluster:// needs redis-py >= 8.0 (asyncio cluster pub/sub)")
     parts = urlsplit(url)
     netloc = parts.netloc.rsplit("@", 1)[-1]
     if parts.path.strip("/") not in ("", "0"):
         raise ValueError("a Redis Cluster has database 0 only: drop the /<db> of the URL")
     nodes = []
     for hp in filter(None, netloc.split(",")):
-        host, sep, port = hp.rpartition(":")
-        if not sep or host.endswith(":"):  # no port, or a bare IPv6 address
-            host, port = hp, "6379"
-        nodes.append(ClusterNode(host.strip("[]"), int(port)))
+        if hp.startswith("["):  # [IPv6]:port
+            host, _, port = hp[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = hp.partition(":")
+        if not port.isdigit() and port:
+            raise ValueError(f"bad port in redis+cluster:// URL: {hp!r}")
+        nodes.append(ClusterNode(host, int(port or 6379)))
     if not nodes:
         raise ValueError("a redis+cluster:// URL needs at least one host:port")
     # redis-py's own URL reader for the credentials and options, on a one-host form of the URL.

@@ -60,12 +60,12 @@ def test_sentinel_url_needs_a_service() -> None:
 
 
 async def test_cluster_url_names_startup_nodes_credentials_and_tls() -> None:
-    client = connect("rediss+cluster://u:p%40w@h1:7000,[::1]:7001,h3?ssl_cert_reqs=none",
-                     "user", "secret")
+    client = connect("rediss+cluster://u:p%40w@h1:7000,[::1]:7001,h3,[fd00::2]"
+                     "?ssl_cert_reqs=none", "user", "secret")
     assert isinstance(client, BoundedRedisCluster)
     nodes = client.nodes_manager.startup_nodes.values()
-    assert sorted((n.host, n.port) for n in nodes) == [("::1", 7001), ("h1", 7000),
-                                                       ("h3", 6379)]
+    assert sorted((n.host, n.port) for n in nodes) == [("::1", 7001), ("fd00::2", 6379),
+                                                       ("h1", 7000), ("h3", 6379)]
     kwargs = client.connection_kwargs
     assert (kwargs["username"], kwargs["password"]) == ("u", "p@w")  # the URL's, decoded
     assert kwargs["ssl_cert_reqs"] == "none"
@@ -82,6 +82,7 @@ async def test_cluster_url_names_startup_nodes_credentials_and_tls() -> None:
 @pytest.mark.parametrize(("url", "message"), [
     ("redis+cluster://", "at least one host"),
     ("redis+cluster://h1:7000/2", "database 0 only"),
+    ("redis+cluster://h1:70x0", "bad port"),
     ("redis+cluster://h1:7000?read_from_replicas=true", "replicas"),
     ("redis+cluster://h1:7000?no_such_option=1", "unsupported"),
 ])
