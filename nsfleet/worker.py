@@ -15,7 +15,7 @@ import signal
 
 import structlog
 from aiohttp import web
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
@@ -163,7 +163,7 @@ async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
             return info
         except UnsuitableRedis:
             raise
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             log.warning("waiting for redis", error=str(exc), retry_in=delay)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):

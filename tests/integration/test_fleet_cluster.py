@@ -23,6 +23,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
+from nsfleet.redis_server import free_port
 from nsfleet.store.keys import Keys
 from tests.support.invariants import orphans
 from tests.support.redis_cluster import RedisClusterNodes, redis_cli, start_cluster
@@ -243,3 +244,19 @@ async def test_fleet_survives_a_shard_failover(cluster: RedisClusterNodes, tmp_p
         for w in workers.values():
             if w.process is not None and w.process.poll() is None:
                 w.stop()
+
+
+def test_a_worker_waits_for_an_unreachable_cluster(tmp_path: Path) -> None:
+    env = {"NSFLEET_REDIS_URL": f"redis+cluster://127.0.0.1:{free_port()},127.0.0.1:{free_port()}",
+           "NSFLEET_DRAIN_TIMEOUT": "1"}
+    worker = WorkerProcess(env, tmp_path / "worker.log")
+    try:
+        with pytest.raises(TimeoutError):  # never ready
+            worker.start(timeout=3)
+        _until("/livez answers", lambda: http("GET", f"{worker.url}/livez")[0] == 200)
+        _until("the worker waits", lambda: "waiting for redis" in worker.log_path.read_text())
+        assert worker.process is not None and worker.process.poll() is None
+        status, body = http("GET", f"{worker.url}/readyz")
+        assert status == 503 and "scripts not loaded" in body["error"]
+    finally:
+        assert worker.stop() == 0
