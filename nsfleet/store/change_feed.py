@@ -15,13 +15,13 @@ A topic name never starts with ``@`` or contains ``,`` or ``*`` (TopicValidator)
 cannot be confused.
 
 A subscription ends (raises) whenever messages may have been missed, so a cache built on it can
-never stay stale: when its connection breaks, when redis-py reconnects it silently (a retry
-policy re-subscribes under the hood, after a gap), and, on a Redis Cluster, when the
-namespace's slot is no longer served by the master it listens on. On a cluster it listens on that
-master, the node whose scripts publish the changes: a message is then either delivered or its
-connection breaks, whereas another node gets it over the cluster bus, which a dying master may
-never flush. Classic PUBLISH (not sharded SPUBLISH, Redis 7+) keeps Redis 6.2 supported; a
-cluster broadcasts it to every node (docs/config.md).
+never stay stale: when its connection breaks, when redis-py reconnects it silently (it does so
+for a pub/sub connection it finds disconnected, re-subscribing after the gap), and, on a Redis
+Cluster, when the namespace's slot is no longer served by the master it listens on. On a cluster
+it listens on that master, the node whose scripts publish the changes: a message is then either
+delivered or its connection breaks, whereas another node gets it over the cluster bus, which a
+dying master may never flush. Classic PUBLISH (not sharded SPUBLISH, Redis 7+) keeps Redis 6.2
+supported; a cluster broadcasts it to every node (docs/config.md).
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ class ChangeFeed:
 
     async def _publish(self, message: str) -> None:
         if isinstance(self._redis, RedisCluster):
-            # On the master the scripts publish from, where the subscribers listen: after this
-            # worker's earlier changes on the same connection order (read your writes).
+            # On the master whose scripts publish the changes and where the subscribers listen,
+            # so a sync marker follows every change this worker made before it.
             await self._redis.publish(self.channel, message, target_nodes=self._master())
         else:
             await self._redis.publish(self.channel, message)
@@ -112,16 +112,16 @@ class ChangeFeed:
     async def subscribe(self) -> AsyncIterator[Subscription]:
         """A live subscription; the feed may have gaps before it is entered and after it
         breaks, which callers must treat as "anything may have changed"."""
-        master: ClusterNode | None = None
         if isinstance(self._redis, RedisCluster):
             # The layout as the cluster tells it now: a (re)subscription often follows a
             # failover that no command of this worker has noticed yet.
             await self._redis.nodes_manager.initialize()
-            master = self._master()
-            pubsub: PubSub = self._redis.pubsub(node=master, ignore_subscribe_messages=True)
+            pubsub: PubSub = self._redis.pubsub(node=self._master(),
+                                                ignore_subscribe_messages=True)
+            subscription = Subscription(pubsub, self._master_name)
         else:
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        subscription = Subscription(pubsub, self._master_name if master is not None else None)
+            subscription = Subscription(pubsub)
         try:
             await pubsub.subscribe(self.channel)
             subscription.live = True
