@@ -94,7 +94,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             return 0
         if settings.namesrv_config_file:
             await _apply_namesrv_file(settings.namesrv_config_file, config)
-        app[STATE_KEY]["scripts_loaded"] = True
         await presence.start()
         await cache.start()
         config_changed = asyncio.Event()
@@ -102,6 +101,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         tasks.append(asyncio.create_task(_follow_config(config, config_changed, stop)))
         remoting = RemotingServer(ns, max_frame_size=settings.max_frame_size)
         await remoting.start(settings.host, settings.remoting_port)
+        # Ready once the remoting port accepts too: brokers and clients connect there first.
+        app[STATE_KEY]["scripts_loaded"] = True
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
                           guard_max_hold=settings.expiry_guard_max_hold)
