@@ -136,8 +136,8 @@ class Settings:
 
 
 HELP = {
-    "redis_url": "Redis URL (redis://, rediss://, unix://, redis+sentinel://host:port/service); "
-                 "empty starts an embedded redis-server",
+    "redis_url": "Redis URL (redis://, rediss://, unix://, redis+sentinel://host:port/service, "
+                 "redis+cluster://host:port,host:port); empty starts an embedded redis-server",
     "redis_username": "Redis username, when the URL has none",
     "redis_password": "Redis password, when the URL has none",
     "host": "address the HTTP and remoting listeners bind",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import parse_url
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 MIN_VERSION = (6, 2)
 POOL_SIZE = 64  # Redis connections per worker; more rarely helps (the Python client
@@ -61,13 +65,16 @@ class _Redis(aioredis.Redis):
                              **kwargs)
 
 
-def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis:
-    """A client for redis://, rediss://, unix:// or redis+sentinel://[user:pw@]h:p[,h:p]/service[/db].
+def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis | RedisCluster:
+    """A client for redis://, rediss://, unix://, redis+sentinel://[user:pw@]h:p[,h:p]/service[/db]
+    or redis+cluster://[user:pw@]h:p[,h:p][?options] (``rediss+`` for TLS).
 
     ``username``/``password`` apply when the URL carries none (e.g. a password from a Secret).
     """
     if url.startswith(("redis+sentinel://", "rediss+sentinel://")):
         return _sentinel_master(url, username, password)
+    if url.startswith(("redis+cluster://", "rediss+cluster://")):
+        return cluster_client(url, username, password)
     kwargs: dict[str, object] = {"decode_responses": True, "health_check_interval": 30,
                                  "max_connections": POOL_SIZE, "timeout": POOL_WAIT,
                                  "retry": retry_once(),
@@ -109,19 +116,103 @@ def _sentinel_master(url: str, username: str, password: str) -> aioredis.Redis:
     return sentinel.master_for(service, redis_class=_Redis, max_connections=1000)
 
 
+class BoundedRedisCluster(RedisCluster):
+    """A RedisCluster whose commands wait for one of ``POOL_SIZE`` slots, as the blocking pool
+    of the other URL kinds does: redis-py's cluster nodes fail at once ("Too many connections")
+    past their limit instead of waiting, so a burst of registrations would get errors."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._command_slots = asyncio.Semaphore(POOL_SIZE)
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            async with asyncio.timeout(POOL_WAIT):
+                await self._command_slots.acquire()
+        except TimeoutError:
+            raise RedisConnectionError(
+                f"no free Redis Cluster connection within {POOL_WAIT:g} s") from None
+        try:
+            return await super().execute_command(*args, **kwargs)
+        finally:
+            self._command_slots.release()
+
+
+def cluster_client(url: str, username: str = "", password: str = "") -> RedisCluster:
+    """A client for redis+cluster://[user:pw@]h1:p1[,h2:p2...][/0][?options] (rediss+cluster://
+    for TLS). The hosts are startup nodes: any reachable one yields the cluster's layout. Options
+    are redis-py's URL query options (e.g. ``ssl_cert_reqs``, ``ssl_ca_certs``)."""
+    if not hasattr(RedisCluster, "pubsub"):  # the change feed needs it
+        raise ValueError("redis+cluster:// needs redis-py >= 8.0 (asyncio cluster pub/sub)")
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    if parts.path.strip("/") not in ("", "0"):
+        raise ValueError("a Redis Cluster has database 0 only: drop the /<db> of the URL")
+    nodes = []
+    for hp in filter(None, netloc.split(",")):
+        if hp.startswith("["):  # [IPv6]:port
+            host, _, port = hp[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = hp.partition(":")
+        if not port.isdigit() and port:
+            raise ValueError(f"bad port in redis+cluster:// URL: {hp!r}")
+        nodes.append(ClusterNode(host, int(port or 6379)))
+    if not nodes:
+        raise ValueError("a redis+cluster:// URL needs at least one host:port")
+    # redis-py's own URL reader for the credentials and options, on a one-host form of the URL.
+    scheme = "rediss" if url.startswith("rediss+") else "redis"
+    auth = parts.netloc.rpartition("@")[0]
+    kwargs: dict[str, Any] = parse_url(
+        f"{scheme}://{auth + '@' if auth else ''}{netloc.split(',')[0]}/?{parts.query}")
+    for name in ("host", "port", "db"):
+        kwargs.pop(name, None)
+    if kwargs.pop("connection_class", None) is not None:
+        kwargs["ssl"] = True
+    if "password" not in kwargs and password:
+        kwargs["password"] = password
+    if "username" not in kwargs and username:
+        kwargs["username"] = username
+    if {"read_from_replicas", "load_balancing_strategy"} & kwargs.keys():
+        # A replica lags its master: a worker would not read its own writes.
+        raise ValueError("reading from replicas is not supported: nsfleet reads from masters")
+    # Per node: POOL_SIZE commands (BoundedRedisCluster) plus room for the change-feed
+    # subscription and the few pipelines (admin listings).
+    kwargs.setdefault("max_connections", 2 * POOL_SIZE)
+    # A namespace needs its own slot only: a layout with another shard's slots unserved
+    # (cluster-require-full-coverage no) must not stop this worker.
+    kwargs.setdefault("require_full_coverage", False)
+    try:
+        return BoundedRedisCluster(startup_nodes=nodes, decode_responses=True,
+                                   health_check_interval=30, **kwargs)
+    except TypeError as exc:  # an option RedisCluster does not take
+        raise ValueError(f"unsupported redis+cluster:// URL option: {exc}") from None
+
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".")[:3] if p.isdigit())
 
 
-async def check_server(client: aioredis.Redis) -> dict[str, str]:
-    """Refuse Redis older than 6.2, or with a maxmemory-policy that may evict our keys."""
-    info = await client.info()
+async def check_server(client: aioredis.Redis | RedisCluster) -> dict[str, str]:
+    """Refuse Redis older than 6.2, or with a maxmemory-policy that may evict our keys; on a
+    Redis Cluster, every master is checked (any of them may come to hold a namespace)."""
+    if isinstance(client, RedisCluster):
+        answer = await client.info(target_nodes=RedisCluster.PRIMARIES)
+        # redis-py answers {node name: info} for several nodes, the info itself for one.
+        per_node = {"": answer} if "redis_version" in answer else answer
+        checked = [_check_one(info, f" (cluster node {name})" if name else "")
+                   for name, info in sorted(per_node.items())]
+        return {**checked[0], "cluster_masters": str(len(checked))}
+    return _check_one(await client.info())
+
+
+def _check_one(info: dict[str, Any], where: str = "") -> dict[str, str]:
     version = str(info.get("redis_version", "0"))
     if _version(version) < MIN_VERSION:
-        raise UnsuitableRedis(f"Redis {version} is too old: nsfleet needs Redis >= 6.2")
+        raise UnsuitableRedis(f"Redis {version}{where} is too old: nsfleet needs Redis >= 6.2")
     policy = str(info.get("maxmemory_policy", "noeviction"))
     if policy != "noeviction":
         raise UnsuitableRedis(
-            f"Redis maxmemory-policy is {policy!r}: nsfleet's route tables must never be evicted "
-            "(a broker or topic would silently vanish). Set maxmemory-policy noeviction.")
+            f"Redis maxmemory-policy is {policy!r}{where}: nsfleet's route tables must never be "
+            "evicted (a broker or topic would silently vanish). Set maxmemory-policy noeviction.")
     return {"redis_version": version, "maxmemory_policy": policy}

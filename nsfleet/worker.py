@@ -15,7 +15,7 @@ import signal
 
 import structlog
 from aiohttp import web
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
@@ -104,7 +104,6 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             return 0
         if settings.namesrv_config_file:
             await _apply_namesrv_file(settings.namesrv_config_file, config)
-        app[STATE_KEY]["scripts_loaded"] = True
         await presence.start()
         await cache.start()
         config_changed = asyncio.Event()
@@ -118,6 +117,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         if tls is not None:
             tasks.append(asyncio.create_task(
                 tls.context.run(settings.tls_reload_interval)))
+        # Ready once the remoting port accepts too: brokers and clients connect there first.
+        app[STATE_KEY]["scripts_loaded"] = True
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
                           guard_max_hold=settings.expiry_guard_max_hold)
@@ -192,7 +193,7 @@ async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
             return info
         except UnsuitableRedis:
             raise
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             log.warning("waiting for redis", error=str(exc), retry_in=delay)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):

@@ -13,16 +13,28 @@ the first three forms; workers publish the last two. Every message is ``"<rev> <
 
 A topic name never starts with ``@`` or contains ``,`` or ``*`` (TopicValidator), so the forms
 cannot be confused.
+
+A subscription ends (raises) whenever messages may have been missed, so a cache built on it can
+never stay stale: when its connection breaks, when redis-py reconnects it silently (it does so
+for a pub/sub connection it finds disconnected, re-subscribing after the gap), and, on a Redis
+Cluster, when the namespace's slot is no longer served by the master it listens on. On a cluster
+it listens on that master, the node whose scripts publish the changes: a message is then either
+delivered or its connection breaks, whereas another node gets it over the cluster bus, which a
+dying master may never flush. Classic PUBLISH (not sharded SPUBLISH, Redis 7+) keeps Redis 6.2
+supported; a cluster broadcasts it to every node (docs/config.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from nsfleet.store.redis_errors import translating_redis_errors
 
@@ -76,19 +88,44 @@ class ChangeFeed:
         self.channel = channel
 
     async def publish_sync(self, token: str) -> None:
-        await self._redis.publish(self.channel, sync_message(token))
+        await self._publish(sync_message(token))
 
     async def publish_config_changed(self) -> None:
-        await self._redis.publish(self.channel, config_message())
+        await self._publish(config_message())
+
+    async def _publish(self, message: str) -> None:
+        if isinstance(self._redis, RedisCluster):
+            # On the master whose scripts publish the changes and where the subscribers listen,
+            # so a sync marker follows every change this worker made before it.
+            await self._redis.publish(self.channel, message, target_nodes=self._master())
+        else:
+            await self._redis.publish(self.channel, message)
+
+    def _master(self) -> ClusterNode:
+        assert isinstance(self._redis, RedisCluster)
+        return self._redis.get_node_from_key(self.channel)
+
+    def _master_name(self) -> str:
+        return str(self._master().name)
 
     @contextlib.asynccontextmanager
     async def subscribe(self) -> AsyncIterator[Subscription]:
         """A live subscription; the feed may have gaps before it is entered and after it
         breaks, which callers must treat as "anything may have changed"."""
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        if isinstance(self._redis, RedisCluster):
+            # The layout as the cluster tells it now: a (re)subscription often follows a
+            # failover that no command of this worker has noticed yet.
+            await self._redis.nodes_manager.initialize()
+            pubsub: PubSub = self._redis.pubsub(node=self._master(),
+                                                ignore_subscribe_messages=True)
+            subscription = Subscription(pubsub, self._master_name)
+        else:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            subscription = Subscription(pubsub)
         try:
             await pubsub.subscribe(self.channel)
-            yield Subscription(pubsub)
+            subscription.live = True
+            yield subscription
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
@@ -96,14 +133,33 @@ class ChangeFeed:
 
 @translating_redis_errors
 class Subscription:
-    def __init__(self, pubsub: object) -> None:
+    """One subscription; ``next`` raises once messages may have been missed."""
+
+    def __init__(self, pubsub: PubSub,
+                 current_master: Callable[[], str] | None = None) -> None:
         self._pubsub = pubsub
+        self.live = False  # subscribed; a (re)connection from now on means a gap
+        self._gap = False
+        self._current_master = current_master  # on a cluster: who serves the slot now
+        self._master = current_master() if current_master is not None else None
+        # redis-py re-subscribes on its own after a reconnection; hear of it (a gap).
+        self._resubscribe = pubsub.on_connect
+        pubsub.on_connect = self._on_connect  # type: ignore[method-assign]
+
+    async def _on_connect(self, connection: Any) -> None:
+        if self.live:
+            self._gap = True
+        await self._resubscribe(connection)
 
     async def next(self, wait: float) -> Change | None:
-        """The next change, or None when none came within ``wait`` seconds. A broken
-        connection raises."""
-        message = await self._pubsub.get_message(  # type: ignore[attr-defined]
-            ignore_subscribe_messages=True, timeout=wait)
+        """The next change, or None when none came within ``wait`` seconds. Raises when
+        messages may have been missed (see the module docstring)."""
+        message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
+        if self._gap:
+            raise RedisConnectionError("the change feed reconnected: messages may be missing")
+        if self._current_master is not None and self._current_master() != self._master:
+            raise RedisConnectionError("the namespace's slot moved to another Redis Cluster "
+                                       "master: resubscribing there")
         if message is None or message["type"] != "message":
             return None
         return parse(message["data"])

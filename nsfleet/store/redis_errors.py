@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from nsfleet.domain.errors import StoreFailed, StoreUnavailable
@@ -24,7 +24,8 @@ def translating_redis_errors(cls: _C) -> _C:
         async def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await fn(*args, **kwargs)
-            except (RedisConnectionError, RedisTimeoutError) as exc:
+            # RedisClusterException (no node reachable, slot not covered) is no RedisError.
+            except (RedisConnectionError, RedisTimeoutError, RedisClusterException) as exc:
                 raise StoreUnavailable(str(exc) or type(exc).__name__) from exc
             except RedisError as exc:
                 raise StoreFailed(str(exc) or type(exc).__name__) from exc

@@ -420,8 +420,9 @@ class RouteStore:
     # --- the worker's own needs ----------------------------------------------------------------
 
     async def ping(self) -> None:
-        """Raise StoreUnavailable unless Redis answers."""
-        await self.redis.ping()
+        """Raise StoreUnavailable unless Redis answers: a read of a key of the namespace, so on a
+        Redis Cluster the master holding its slot answers (PING would ask any one node)."""
+        await self.redis.exists(self.keys.rev)
 
     async def read_config(self) -> dict[str, str]:
         """The fleet-wide NamesrvConfig values changed at run time (P:config)."""

@@ -152,6 +152,7 @@ def test_url_and_host_together_are_refused(chart) -> None:
         "redis://:s3cret@r:6379/0",
         "rediss://user:s3cret@r:6380/1",
         "redis+sentinel://s0:26379/mymaster/0?sentinel_password=s3cret",
+        "redis+cluster://u:s3cret@n0:7000,n1:7001",
     ],
 )
 def test_a_password_in_the_url_is_refused(chart, url: str) -> None:

@@ -471,6 +471,8 @@ def test_network_policy(render) -> None:
         ("rediss+sentinel://s0,s1/mymaster", {26379, 6379}),
         ("unix:///run/redis/redis.sock", None),
         ("redis://[fd00::1]:7000/0", {7000}),
+        ("redis+cluster://n0:7000,n1:7001,n2:7000", {7000, 7001}),
+        ("rediss+cluster://n0,n1", {6379}),
     ],
 )
 def test_network_policy_egress_follows_the_redis_url(

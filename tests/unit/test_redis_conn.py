@@ -9,11 +9,19 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.connection import SSLConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from nsfleet.redis_conn import CONNECT_TIMEOUT, UnsuitableRedis, check_server, connect
+from nsfleet.redis_conn import (
+    CONNECT_TIMEOUT,
+    POOL_SIZE,
+    BoundedRedisCluster,
+    UnsuitableRedis,
+    check_server,
+    connect,
+)
 from nsfleet.redis_server import RedisServer
 
 
@@ -142,3 +150,35 @@ def test_sentinel_connections_retry_once() -> None:
     sentinel_kwargs = client.connection_pool.sentinel_manager.sentinel_kwargs
     assert sentinel_kwargs["retry"].get_retries() == 1
     assert sentinel_kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT
+
+
+async def test_cluster_url_names_startup_nodes_credentials_and_tls() -> None:
+    client = connect("rediss+cluster://u:p%40w@h1:7000,[::1]:7001,h3,[fd00::2]"
+                     "?ssl_cert_reqs=none", "user", "secret")
+    assert isinstance(client, BoundedRedisCluster)
+    nodes = client.nodes_manager.startup_nodes.values()
+    assert sorted((n.host, n.port) for n in nodes) == [("::1", 7001), ("fd00::2", 6379),
+                                                       ("h1", 7000), ("h3", 6379)]
+    kwargs = client.connection_kwargs
+    assert (kwargs["username"], kwargs["password"]) == ("u", "p@w")  # the URL's, decoded
+    assert kwargs["ssl_cert_reqs"] == "none"
+    assert kwargs["connection_class"] is SSLConnection
+    assert kwargs["max_connections"] == 2 * POOL_SIZE
+    await client.aclose()
+    client = connect("redis+cluster://h1:7000/0", "user", "secret")
+    kwargs = client.connection_kwargs
+    assert (kwargs["username"], kwargs["password"]) == ("user", "secret")
+    assert kwargs["connection_class"] is not SSLConnection
+    await client.aclose()
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("redis+cluster://", "at least one host"),
+    ("redis+cluster://h1:7000/2", "database 0 only"),
+    ("redis+cluster://h1:70x0", "bad port"),
+    ("redis+cluster://h1:7000?read_from_replicas=true", "replicas"),
+    ("redis+cluster://h1:7000?no_such_option=1", "unsupported"),
+])
+def test_bad_cluster_urls_are_refused(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        connect(url)

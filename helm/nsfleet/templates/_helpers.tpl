@@ -170,8 +170,8 @@ configmap.yaml, which every successful render produces.
 {{- if and $ext.url (or (regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]*@" $ext.url) (regexMatch "[?&][A-Za-z_]*password=" $ext.url)) }}
 {{- fail "nsfleet: externalRedis.url must not contain a password (user:password@ or a ...password= parameter): it would land in a ConfigMap. Put the password in a Secret and set externalRedis.existingSecret." }}
 {{- end }}
-{{- if and $ext.url (not (regexMatch "^(redis|rediss|unix|redis\\+sentinel|rediss\\+sentinel)://" $ext.url)) }}
-{{- fail "nsfleet: externalRedis.url must start with redis://, rediss://, unix://, redis+sentinel:// or rediss+sentinel://." }}
+{{- if and $ext.url (not (regexMatch "^(redis|rediss|unix|redis\\+sentinel|rediss\\+sentinel|redis\\+cluster|rediss\\+cluster)://" $ext.url)) }}
+{{- fail "nsfleet: externalRedis.url must start with redis://, rediss://, unix://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://." }}
 {{- end }}
 {{- if and $ext.url $ext.tls.enabled }}
 {{- fail "nsfleet: externalRedis.tls.enabled applies to externalRedis.host; with externalRedis.url use a rediss:// URL (tls.caSecret is still mounted)." }}
@@ -229,8 +229,9 @@ configmap.yaml, which every successful render produces.
 {{/*
 TCP ports the workers need to reach an external Redis on, as a JSON list:
 networkPolicy.egress.redisPorts if given, else the port(s) in externalRedis.url
-(plus 6379 for the master behind redis+sentinel:// / rediss+sentinel://; none for unix://), else
-externalRedis.port.
+(plus 6379 for the master behind redis+sentinel:// / rediss+sentinel://; none for unix://;
+redis+cluster:// lists startup nodes: nodes on other ports need networkPolicy.egress.redisPorts),
+else externalRedis.port.
 */}}
 {{- define "nsfleet.redisEgressPorts" -}}
 {{- $ext := .Values.externalRedis }}
