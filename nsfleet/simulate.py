@@ -33,6 +33,7 @@ from rich.progress import (
 )
 
 from nsfleet.client.broker_agent import BrokerAgent
+from nsfleet.client.credentials import TOKEN_ENV, read_secret
 from nsfleet.client.http import DEFAULT_SERVER
 from nsfleet.simulate_plan import Plan, make_plan
 
@@ -107,7 +108,7 @@ async def _wait(stop: asyncio.Event, duration: float | None, agents: list[Broker
 
 async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbeat: float,
                    keep: bool, request_timeout: float, stop: asyncio.Event,
-                   console: Console, seed: int = 0) -> Summary:
+                   console: Console, seed: int = 0, token: str | None = None) -> Summary:
     summary = Summary(len(plan.brokers), plan.groups, len(plan.clusters), len(plan.topics),
                       kept=keep)
     began = time.monotonic()
@@ -118,7 +119,8 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
         # brokers started at different moments with shuffled namesrv lists would.
         agents = [BrokerAgent(servers, b.identity, b.topics, heartbeat_interval=heartbeat,
                               interval_bounds=None, initial_delay=rng.uniform(0, heartbeat),
-                              request_timeout=request_timeout, session=session, shuffle=True)
+                              request_timeout=request_timeout, session=session, shuffle=True,
+                              token=token)
                   for b in plan.brokers]
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
@@ -171,7 +173,8 @@ async def _main(args: argparse.Namespace, plan: Plan, console: Console) -> Summa
         servers = args.server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
         return await simulate(servers, plan, duration=args.duration, heartbeat=args.heartbeat,
                               keep=args.keep, request_timeout=args.timeout, stop=stop,
-                              console=console, seed=args.seed)
+                              console=console, seed=args.seed,
+                              token=read_secret(args.token_file, "--token-file", TOKEN_ENV))
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
@@ -220,5 +223,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true",
                    help="leave the brokers registered at the end (they expire on their own)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    p.add_argument("--token-file", default=None, metavar="FILE",
+                   help=f"HTTP bearer token with write scope, for workers with tokens on (env "
+                        f"{TOKEN_ENV} holds the token itself)")
     p.set_defaults(func=run)
     return p

@@ -18,20 +18,22 @@ import json
 import os
 import ssl
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from nsfleet.admin import commands
 from nsfleet.admin.api import Api, HttpApi, RemotingApi
+from nsfleet.client.credentials import (
+    ACCESS_KEY_ENV,
+    SECRET_KEY_ENV,
+    TOKEN_ENV,
+    read_secret,
+)
 from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
 from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable, client_tls_context
 
 SERVER_ENV = "NSFLEET_SERVER"
-TOKEN_ENV = "NSFLEET_TOKEN"
-ACCESS_KEY_ENV = "NSFLEET_ACCESS_KEY"
-SECRET_KEY_ENV = "NSFLEET_SECRET_KEY"
 DESCRIPTION = """\
 mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
 the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
@@ -144,15 +146,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _secret(args: argparse.Namespace, file_option: str, env: str) -> str | None:
-    """A secret from its file option (flags never hold secrets: ps shows them), else the
-    environment."""
-    path = getattr(args, file_option, None)
-    if path:
-        try:
-            return Path(path).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ValueError(f"--{file_option.replace('_', '-')}: {exc}") from None
-    return os.environ.get(env) or None
+    return read_secret(getattr(args, file_option, None), "--" + file_option.replace("_", "-"), env)
 
 
 async def _execute(args: argparse.Namespace) -> commands.Output:

@@ -133,6 +133,9 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
 ]
 
 
+_ALWAYS_OPEN = frozenset({"/ui", "/ui/static", "/openapi.json"})  # never behind a token
+
+
 def _operation(summary: str, request: str | None, success: str,
                errors: tuple[int, ...], path: str) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary}
@@ -154,6 +157,12 @@ def _operation(summary: str, request: str | None, success: str,
         else:
             responses[str(status)] = {"description": "Error", "content": {
                 "application/json": {"schema": _ERROR}}}
+    for status, why in (("401", "No valid bearer token (workers with tokens on)"),
+                        ("403", "The token lacks the scope (workers with tokens on)")):
+        if path in _ALWAYS_OPEN:
+            break
+        responses.setdefault(status, {"description": why, "content": {
+            "application/json": {"schema": _ERROR}}})
     op["responses"] = responses
     return op
 
@@ -166,4 +175,12 @@ def openapi_document() -> dict[str, Any]:
     return {"openapi": "3.1.0",
             "info": {"title": "nsfleet", "version": __version__,
                      "description": "JSON API of an nsfleet worker (RocketMQ NameServer fleet)"},
-            "paths": paths, "components": {"schemas": _SCHEMAS}}
+            "paths": paths,
+            # Tokens are off unless the worker has some (docs/security.md): either no scheme or
+            # a bearer token; a write needs a token with write scope, /livez, /readyz and
+            # /metrics one with probe scope when a probe token is set.
+            "security": [{}, {"bearerToken": []}],
+            "components": {"schemas": _SCHEMAS, "securitySchemes": {"bearerToken": {
+                "type": "http", "scheme": "bearer",
+                "description": "read or write scope, from --read-token-file / "
+                               "--write-token-file or the accounts file's tokens"}}}}

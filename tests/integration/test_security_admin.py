@@ -92,3 +92,16 @@ def test_serve_refuses_to_start_half_protected(tmp_path: Path) -> None:
     done = subprocess.run([*base, "--acl-mode", "enforcing"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "needs --acl-file" in done.stderr
+
+
+def test_simulate_sends_the_write_token(worker: tuple[WorkerProcess, Path],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``nsfleet simulate`` registers through a tokened HTTP API with --token-file; without it
+    every registration is refused (401) and the run fails."""
+    w, tmp = worker
+    argv = ["simulate", "--brokers", "2", "--topics", "4", "--server", w.url,
+            "--duration", "0.5", "--heartbeat", "0.2", "--json"]
+    assert main(argv) == 1
+    assert '"registered": 0' in capsys.readouterr().out
+    assert main([*argv, "--token-file", str(tmp / "write-token")]) == 0
+    assert '"registered": 2' in capsys.readouterr().out
