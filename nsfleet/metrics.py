@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -50,3 +52,13 @@ class Metrics:
                                       registry=r)
         self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
                                    registry=r)
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once per label values: ``labels()`` takes a
+        lock and validates on every call, a cost the hot read paths pay per request."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found

@@ -46,6 +46,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.conn = Connection(peer="?")
         self.proxy_pending: bytearray | None = bytearray()  # None once past the PROXY check
         self.last_active = time.monotonic()
+        self.batch: list[bytes] | None = None  # see data_received
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -90,15 +91,26 @@ class RemotingProtocol(asyncio.Protocol):
             if result.state is ProxyState.PARSED and result.client_address:
                 self.conn.peer = result.client_address
             self.proxy_pending = None
+        # Answers given inline while this data is handled go out in one write (one syscall per
+        # pipelined batch, not per frame).
+        self.batch = []
+        bad: ProtocolError | None = None
         try:
-            commands = self.decoder.feed(data)
-        except ProtocolError as exc:
-            for cmd in getattr(exc, "decoded", ()):
+            try:
+                commands = self.decoder.feed(data)
+            except ProtocolError as exc:
+                commands, bad = getattr(exc, "decoded", []), exc
+            for cmd in commands:
                 self._dispatch(cmd)
-            self._abort("bad frame", exc)
-            return
-        for cmd in commands:
-            self._dispatch(cmd)
+        finally:
+            self._flush()
+        if bad is not None:
+            self._abort("bad frame", bad)
+
+    def _flush(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(batch) if len(batch) > 1 else batch[0])
 
     def _abort(self, what: str, exc: Exception) -> None:
         log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=str(exc))
@@ -111,7 +123,8 @@ class RemotingProtocol(asyncio.Protocol):
         if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             response = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
             if response is not None:
-                self.server.ns.metrics.remoting_requests.labels("105", str(response.code)).inc()
+                metrics = self.server.ns.metrics
+                metrics.child(metrics.remoting_requests, "105", str(response.code)).inc()
                 self.reply(cmd, response)
                 return
         if self.server.in_flight >= MAX_IN_FLIGHT:
@@ -140,15 +153,20 @@ class RemotingProtocol(asyncio.Protocol):
             log.warning("remoting handler failed", code=cmd.code, error=repr(exc))
             response = make_response(cmd, ResponseCode.SYSTEM_ERROR,
                                      remark=f"{type(exc).__name__}: {exc}")
-        ns.metrics.remoting_requests.labels(str(cmd.code), str(response.code)).inc()
-        ns.metrics.remoting_latency.labels(str(cmd.code)).observe(time.perf_counter() - started)
+        metrics = ns.metrics
+        metrics.child(metrics.remoting_requests, str(cmd.code), str(response.code)).inc()
+        metrics.child(metrics.remoting_latency, str(cmd.code)).observe(
+            time.perf_counter() - started)
         self.reply(cmd, response)
 
     def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if request.is_oneway or self.transport is None or self.transport.is_closing():
             return
         self.last_active = time.monotonic()
-        self.transport.write(encode_frame(response))
+        if self.batch is not None:
+            self.batch.append(encode_frame(response))
+        else:
+            self.transport.write(encode_frame(response))
 
 
 class RemotingServer:

@@ -74,8 +74,12 @@ class RouteAnswer:
     def etag(self) -> str:
         """Changes whenever the answered bytes change: the topic's change counter plus a digest
         of the body (a route changes shape at a member's deadline with no counter moving)."""
-        body = self.encoded("standard-json", standard_route_json)
-        return f"{self.rev}-{hashlib.blake2b(body, digest_size=8).hexdigest()}"
+        tag = self._memo.get("etag")  # memoised with the body: hashing 10 KB per read shows
+        if tag is None:
+            body = self.encoded("standard-json", standard_route_json)
+            tag = self._memo["etag"] = (
+                f"{self.rev}-{hashlib.blake2b(body, digest_size=8).hexdigest()}".encode())
+        return tag.decode()
 
     def encoded(self, encoding: str, encode: Callable[[TopicRouteData], bytes]) -> bytes:
         data = self._memo.get(encoding)
