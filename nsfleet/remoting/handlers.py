@@ -20,6 +20,9 @@ from nsfleet.remoting.codec import (
     RemotingCommand,
     RequestCode,
     ResponseCode,
+    SerializeType,
+    encode_frame,
+    encode_plain_response,
     make_response,
 )
 from nsfleet.remoting.fastjson import dumps_legacy, dumps_standard, loads_lenient
@@ -193,11 +196,19 @@ async def get_cluster_info(ns: NameServer, h: EmptyHeader, cmd: RemotingCommand,
 
 # --- routes and topics ---------------------------------------------------------------------------
 
+def _standard_route(route: TopicRouteData) -> bytes:
+    return dumps_standard(route.to_dict())
+
+
+def _legacy_route(route: TopicRouteData) -> bytes:
+    return dumps_legacy(route.to_dict())
+
+
 def _route_encoding(cmd: RemotingCommand,
                     h: GetRouteInfoHeader) -> tuple[str, Callable[[TopicRouteData], bytes]]:
     if cmd.version >= V4_9_4 or h.accept_standard_json_only:
-        return "standard", lambda r: dumps_standard(r.to_dict())
-    return "legacy", lambda r: dumps_legacy(r.to_dict())
+        return "standard", _standard_route
+    return "legacy", _legacy_route
 
 
 def _route_response(cmd: RemotingCommand, h: GetRouteInfoHeader,
@@ -215,16 +226,35 @@ async def get_route(ns: NameServer, h: GetRouteInfoHeader, cmd: RemotingCommand,
     return _route_response(cmd, h, await ns.route(h.topic))
 
 
-def get_route_cached(ns: NameServer, cmd: RemotingCommand) -> RemotingCommand | None:
-    """GET_ROUTEINFO_BY_TOPIC answered without a Redis round trip, or None when it needs one.
+def get_route_cached(ns: NameServer, cmd: RemotingCommand) -> tuple[int, bytes] | None:
+    """GET_ROUTEINFO_BY_TOPIC answered without a Redis round trip: (response code, encoded
+    frame), or None when it needs one.
 
-    The server calls this inline for every route request, so a cache hit costs no task."""
-    h = GetRouteInfoHeader.decode(cmd.ext_fields)
+    The server calls this inline for every route request, so a cache hit costs no task; the
+    common request (a JSON header whose only extField is the topic) is read and answered
+    without the generic header and response objects."""
+    ext = cmd.ext_fields
+    h = None
+    if ext is not None and len(ext) == 1 and "topic" in ext:  # what clients send
+        topic = ext["topic"]
+    else:
+        h = GetRouteInfoHeader.decode(ext)
+        topic = h.topic
     try:
-        answer = ns.cached_route(h.topic)
+        answer = ns.cached_route(topic)
     except NameServerError as exc:
-        return error_response(cmd, exc)
-    return None if answer is None else _route_response(cmd, h, answer)
+        response = error_response(cmd, exc)
+        return response.code, encode_frame(response)
+    if answer is None:
+        return None
+    if h is not None or cmd.serialize_type != SerializeType.JSON:
+        response = _route_response(cmd, h or GetRouteInfoHeader.decode(ext), answer)
+        return response.code, encode_frame(response)
+    if cmd.version >= V4_9_4:
+        body = answer.encoded("standard", _standard_route)
+    else:
+        body = answer.encoded("legacy", _legacy_route)
+    return ResponseCode.SUCCESS, encode_plain_response(cmd, ResponseCode.SUCCESS, body)
 
 
 def _topic_list(fetch: Callable[[NameServer], Awaitable[list[str]]]) -> Handler:

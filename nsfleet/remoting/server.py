@@ -19,6 +19,7 @@ import structlog
 
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.remoting.codec import (
+    ONEWAY,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -121,11 +122,12 @@ class RemotingProtocol(asyncio.Protocol):
         if cmd.is_response:
             return  # the NameServer sends no requests of its own, so no response is awaited
         if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            response = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
-            if response is not None:
+            answered = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
+            if answered is not None:
+                code, frame = answered
                 metrics = self.server.ns.metrics
-                metrics.child(metrics.remoting_requests, "105", str(response.code)).inc()
-                self.reply(cmd, response)
+                metrics.child(metrics.remoting_requests, "105", str(code)).inc()
+                self.reply_frame(cmd, frame)
                 return
         if self.server.in_flight >= MAX_IN_FLIGHT:
             self.reply(cmd, make_response(cmd, ResponseCode.SYSTEM_BUSY, remark=OVERLOAD))
@@ -160,13 +162,18 @@ class RemotingProtocol(asyncio.Protocol):
         self.reply(cmd, response)
 
     def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
-        if request.is_oneway or self.transport is None or self.transport.is_closing():
+        self.reply_frame(request, encode_frame(response))
+
+    def reply_frame(self, request: RemotingCommand, frame: bytes) -> None:
+        """Send an encoded response (never to a oneway request): with the batch while
+        ``data_received`` runs, else at once."""
+        if request.flag & ONEWAY or self.transport is None or self.transport.is_closing():
             return
         self.last_active = time.monotonic()
         if self.batch is not None:
-            self.batch.append(encode_frame(response))
+            self.batch.append(frame)
         else:
-            self.transport.write(encode_frame(response))
+            self.transport.write(frame)
 
 
 class RemotingServer:

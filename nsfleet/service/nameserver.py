@@ -258,11 +258,14 @@ class NameServer:
         """The answer ``route`` would give when it needs no Redis call (raising the same
         errors), else None."""
         self._check_ready()
-        if not validation.routable(topic):
-            raise TopicRouteNotFound(topic)
-        assert topic is not None
+        # Only ``route`` fills the cache, after the same name check: a hit needs no check.
         entry = self._cache.peek(topic, order_conf=self.config.flag("orderMessageEnable"))
-        return None if entry is None else self._answer(topic, entry)
+        if entry is None:
+            if not validation.routable(topic):
+                raise TopicRouteNotFound(topic)
+            return None
+        assert topic is not None
+        return self._answer(topic, entry)
 
     async def route_change(self, topic: str, etag: str | None, wait: float,
                            stopping: Callable[[], bool]) -> RouteAnswer | None:

@@ -206,8 +206,9 @@ class RouteCache:
         finally:
             self._syncs.pop(token, None)
 
-    def peek(self, topic: str, *, order_conf: bool = False) -> Entry | None:
-        """The topic's cached entry if it is still valid (no Redis call), else None."""
+    def peek(self, topic: str | None, *, order_conf: bool = False) -> Entry | None:
+        """The topic's cached entry if it is still valid (no Redis call), else None (always for
+        a name ``get`` was never asked about, None included)."""
         entry = self._entries.get((topic, order_conf))
         if entry is not None and entry.expires > time.monotonic():
             self._hits.inc()
