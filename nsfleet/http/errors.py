@@ -46,7 +46,7 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
             if exc.status < 400:
                 raise
             response = error_response(exc.status, exc.reason)
-        metrics.child(metrics.http_requests, name, request.method, str(response.status)).inc()
+        metrics.tally(metrics.http_requests, name, request.method, str(response.status)).inc()
         metrics.child(metrics.http_latency, name, request.method).observe(
             time.perf_counter() - started)
         return response

@@ -126,7 +126,7 @@ class RemotingProtocol(asyncio.Protocol):
             if answered is not None:
                 code, frame = answered
                 metrics = self.server.ns.metrics
-                metrics.child(metrics.remoting_requests, "105", str(code)).inc()
+                metrics.tally(metrics.remoting_requests, "105", str(code)).inc()
                 self.reply_frame(cmd, frame)
                 return
         if self.server.in_flight >= MAX_IN_FLIGHT:
@@ -156,7 +156,7 @@ class RemotingProtocol(asyncio.Protocol):
             response = make_response(cmd, ResponseCode.SYSTEM_ERROR,
                                      remark=f"{type(exc).__name__}: {exc}")
         metrics = ns.metrics
-        metrics.child(metrics.remoting_requests, str(cmd.code), str(response.code)).inc()
+        metrics.tally(metrics.remoting_requests, str(cmd.code), str(response.code)).inc()
         metrics.child(metrics.remoting_latency, str(cmd.code)).observe(
             time.perf_counter() - started)
         self.reply(cmd, response)

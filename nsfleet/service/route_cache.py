@@ -61,7 +61,7 @@ class RouteCache:
                  max_entries: int = 100_000, max_age: float = 60.0) -> None:
         self.store = store
         self.metrics = metrics
-        self._hits = metrics.route_cache.labels("hit")
+        self._hits = metrics.tally(metrics.route_cache, "hit")
         self._misses = metrics.route_cache.labels("miss")
         self.enabled = enabled
         self.max_entries = max_entries
