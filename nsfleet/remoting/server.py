@@ -20,6 +20,7 @@ import structlog
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.remoting.codec import (
     ONEWAY,
+    RESPONSE,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -37,6 +38,7 @@ log = structlog.get_logger(__name__)
 IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
 MAX_IN_FLIGHT = 10_000  # per worker; beyond it requests get SYSTEM_BUSY, like a full executor
 OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
+_ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
 
 
 class RemotingProtocol(asyncio.Protocol):
@@ -119,9 +121,9 @@ class RemotingProtocol(asyncio.Protocol):
             self.transport.close()
 
     def _dispatch(self, cmd: RemotingCommand) -> None:
-        if cmd.is_response:
+        if cmd.flag & RESPONSE:
             return  # the NameServer sends no requests of its own, so no response is awaited
-        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+        if cmd.code == _ROUTE_CODE:
             answered = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
             if answered is not None:
                 code, frame = answered
