@@ -10,8 +10,8 @@ Java's processors.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, TypeVar
 
 from nsfleet.domain.java import parse_boolean, parse_int, parse_integer
@@ -45,7 +45,7 @@ class RequestHeader:
         return cls(**values)
 
 
-@functools.cache
+@cache
 def _plan(cls: type[RequestHeader]) -> tuple[tuple[str, str, Any, Any], ...]:
     """(field, extFields key, parser, default) of each field, worked out once per class (every
     route request decodes a header)."""
