@@ -4,8 +4,10 @@ Three bodies, each encoded the way the Java broker encodes it (tests/support/reg
 a 5.x broker with compressedRegister (``compressed=true``, deflate), a 5.x broker's JSON
 RegisterBrokerBody and a 4.9.x broker's JSON. For each: the first registration, the unchanged
 re-registration (same DataVersion and table: the steady state every 30 s) and a changed one (new
-DataVersion), as round-trip time on one connection (the worker's wall time plus loopback). Then
-the body decode alone, in process, with each JSON parser candidate on the same bodies.
+DataVersion), as round-trip time on one connection (the worker's wall time plus loopback; the
+connection reuses its last decoded body when the bytes are the same), and the unchanged one on a
+new connection each time (the whole decode). Then the body decode alone, in process, with each
+JSON parser candidate on the same bodies.
 
 Starts its own redis-server and `nsfleet serve`; bounded by --rounds. Writes
 bench/results/remoting_register.json.
@@ -91,6 +93,16 @@ async def over_remoting(port: int, topics: int, rounds: int) -> dict[str, Any]:
                          for i in range(rounds)]
             row["unchanged_ms_p50"] = round(statistics.median(unchanged), 1)
             row["unchanged_ms_max"] = round(max(unchanged), 1)
+            # A new connection has no decoded body to reuse: the full decode every time.
+            cold = []
+            for i in range(rounds):
+                r2, w2 = await asyncio.open_connection("127.0.0.1", port)
+                try:
+                    cold.append(await call(r2, w2, register_frame(broker, same, label, version,
+                                                                  50 + i)))
+                finally:
+                    w2.close()
+            row["unchanged_new_connection_ms_p50"] = round(statistics.median(cold), 1)
             changed = []
             for i in range(max(2, rounds // 3)):
                 body = body_for(topics, 2 + i, version, compressed)
