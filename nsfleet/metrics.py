@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -11,14 +14,54 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Tally:
+    """Increments of one counter child kept as a plain int and added to it when the registry is
+    collected. ``Counter.inc`` (checks and a lock) cost ~10 % of a cached route read; counts
+    are only ever read through a collection, and every increment comes from the event loop."""
+
+    __slots__ = ("child", "pending")
+
+    def __init__(self, child: Any) -> None:
+        self.child = child
+        self.pending = 0
+
+    def inc(self) -> None:
+        self.pending += 1
+
+    def flush(self) -> None:
+        if self.pending:
+            pending, self.pending = self.pending, 0
+            self.child.inc(pending)
+
+
+class _FlushTallies(Collector):
+    """Registered first, so every collection adds the pending tallies before the counters are
+    read."""
+
+    def __init__(self, tallies: dict[tuple[object, tuple[str, ...]], Tally]) -> None:
+        self.tallies = tallies
+
+    def collect(self) -> Iterable[Metric]:
+        for tally in list(self.tallies.values()):
+            tally.flush()
+        return []
+
+    def describe(self) -> Iterable[Metric]:
+        return []
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        self._tallies: dict[tuple[object, tuple[str, ...]], Tally] = {}
+        r.register(_FlushTallies(self._tallies))
         # The standard process_*, python_info and python_gc_* series, in this worker's registry.
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
@@ -58,3 +101,21 @@ class Metrics:
                                       registry=r)
         self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
                                    registry=r)
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once per label values: ``labels()`` takes a
+        lock and validates on every call, a cost the hot read paths pay per request."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
+    def tally(self, counter: Counter, *labels: str) -> Tally:
+        """The hot paths' way to count: ``counter.labels(*labels).inc()``, added at collection."""
+        key = (counter, labels)
+        found = self._tallies.get(key)
+        if found is None:
+            found = self._tallies[key] = Tally(counter.labels(*labels))
+        return found

@@ -15,7 +15,12 @@ from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, Validatio
 from nsfleet.http import parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
-from nsfleet.service.nameserver import ABSENT_ETAG, NameServer, standard_route_json
+from nsfleet.service.nameserver import (
+    ABSENT_ETAG,
+    NameServer,
+    RouteAnswer,
+    standard_route_json,
+)
 
 NS_KEY = web.AppKey("nameserver", NameServer)
 STATE_KEY = web.AppKey("state", dict)
@@ -105,6 +110,19 @@ def _wait_seconds(request: web.Request, limit: float) -> float:
     return wait
 
 
+def _cached_answer(ns: NameServer, topic: str, known: str, wait: float) -> RouteAnswer | None:
+    """The answer ``route_change`` would give at once, when the route cache holds it and no
+    long-poll is asked for (no wait, or the client's ETag is already stale); else None, and
+    the full path answers (and raises whatever error applies)."""
+    try:
+        answer = ns.cached_route(topic)
+    except NameServerError:
+        return None
+    if answer is None or (wait and answer.etag == known):
+        return None
+    return answer
+
+
 async def get_route(request: web.Request) -> web.StreamResponse:
     """The topic's TopicRouteData. ETag is the topic's change counter; with If-None-Match and
     ?wait=S the request long-polls until the route changes (200) or S seconds pass (304)."""
@@ -112,8 +130,10 @@ async def get_route(request: web.Request) -> web.StreamResponse:
     topic = request.match_info["topic"]
     wait = _wait_seconds(request, ns.settings.long_poll_max)
     known = request.headers.get("If-None-Match", "").strip('W/"')
-    state = request.app[STATE_KEY]
-    answer = await ns.route_change(topic, known, wait, lambda: state["draining"])
+    answer = _cached_answer(ns, topic, known, wait)
+    if answer is None:
+        state = request.app[STATE_KEY]
+        answer = await ns.route_change(topic, known, wait, lambda: state["draining"])
     etag = answer.etag if answer else ABSENT_ETAG
     if known == etag:
         return web.Response(status=304, headers={"ETag": f'"{etag}"'})

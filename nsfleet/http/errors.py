@@ -46,8 +46,9 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
             if exc.status < 400:
                 raise
             response = error_response(exc.status, exc.reason)
-        metrics.http_requests.labels(name, request.method, str(response.status)).inc()
-        metrics.http_latency.labels(name, request.method).observe(time.perf_counter() - started)
+        metrics.tally(metrics.http_requests, name, request.method, str(response.status)).inc()
+        metrics.child(metrics.http_latency, name, request.method).observe(
+            time.perf_counter() - started)
         return response
 
     return middleware

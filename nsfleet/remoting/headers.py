@@ -11,6 +11,7 @@ Java's processors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, TypeVar
 
 from nsfleet.domain.java import parse_boolean, parse_int, parse_integer
@@ -38,11 +39,18 @@ class RequestHeader:
     def decode(cls: type[H], ext_fields: dict[str, str] | None) -> H:
         ext = ext_fields or {}
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = ext.get(f.metadata["java"])
-            value = _PARSERS[f.metadata["kind"]](raw)
-            values[f.name] = f.default if value is None else value
+        for name, java, parse, default in _plan(cls):
+            value = parse(ext.get(java))
+            values[name] = default if value is None else value
         return cls(**values)
+
+
+@cache
+def _plan(cls: type[RequestHeader]) -> tuple[tuple[str, str, Any, Any], ...]:
+    """(field, extFields key, parser, default) of each field, worked out once per class (every
+    route request decodes a header)."""
+    return tuple((f.name, f.metadata["java"], _PARSERS[f.metadata["kind"]], f.default)
+                 for f in fields(cls))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ import structlog
 
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.remoting.codec import (
+    ONEWAY,
+    RESPONSE,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -41,6 +43,7 @@ log = structlog.get_logger(__name__)
 IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
 MAX_IN_FLIGHT = 10_000  # per worker; beyond it requests get SYSTEM_BUSY, like a full executor
 OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
+_ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
 
 
 class RemotingProtocol(asyncio.Protocol):
@@ -51,6 +54,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.conn = Connection(peer="?")
         self.proxy_pending: bytearray | None = bytearray()  # None once past the PROXY check
         self.last_active = time.monotonic()
+        self.batch: list[bytes] | None = None  # see data_received
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -100,15 +104,26 @@ class RemotingProtocol(asyncio.Protocol):
                     return
                 self.conn.peer = result.client_address
             self.proxy_pending = None
+        # Answers given inline while this data is handled go out in one write (one syscall per
+        # pipelined batch, not per frame).
+        self.batch = []
+        bad: ProtocolError | None = None
         try:
-            commands = self.decoder.feed(data)
-        except ProtocolError as exc:
-            for cmd in getattr(exc, "decoded", ()):
+            try:
+                commands = self.decoder.feed(data)
+            except ProtocolError as exc:
+                commands, bad = getattr(exc, "decoded", []), exc
+            for cmd in commands:
                 self._dispatch(cmd)
-            self._abort("bad frame", exc)
-            return
-        for cmd in commands:
-            self._dispatch(cmd)
+        finally:
+            self._flush()
+        if bad is not None:
+            self._abort("bad frame", bad)
+
+    def _flush(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(batch) if len(batch) > 1 else batch[0])
 
     def _abort(self, what: str, exc: Exception) -> None:
         log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=str(exc))
@@ -116,7 +131,7 @@ class RemotingProtocol(asyncio.Protocol):
             self.transport.close()
 
     def _dispatch(self, cmd: RemotingCommand) -> None:
-        if cmd.is_response:
+        if cmd.flag & RESPONSE:
             return  # the NameServer sends no requests of its own, so no response is awaited
         if self.server.guard is not None:  # access control on: docs/security.md
             account, denied = self.server.guard.check(cmd.code, cmd.ext_fields, cmd.body,
@@ -125,11 +140,13 @@ class RemotingProtocol(asyncio.Protocol):
                 self.reply(cmd, make_response(cmd, ResponseCode.NO_PERMISSION, remark=denied))
                 return
             client_account.set(account)  # copied into the request's task by spawn
-        if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            response = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
-            if response is not None:
-                self.server.ns.metrics.remoting_requests.labels("105", str(response.code)).inc()
-                self.reply(cmd, response)
+        if cmd.code == _ROUTE_CODE:
+            answered = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
+            if answered is not None:
+                code, frame = answered
+                metrics = self.server.ns.metrics
+                metrics.tally(metrics.remoting_requests, "105", str(code)).inc()
+                self.reply_frame(cmd, frame)
                 return
         if self.server.in_flight >= MAX_IN_FLIGHT:
             self.reply(cmd, make_response(cmd, ResponseCode.SYSTEM_BUSY, remark=OVERLOAD))
@@ -157,15 +174,25 @@ class RemotingProtocol(asyncio.Protocol):
             log.warning("remoting handler failed", code=cmd.code, error=repr(exc))
             response = make_response(cmd, ResponseCode.SYSTEM_ERROR,
                                      remark=f"{type(exc).__name__}: {exc}")
-        ns.metrics.remoting_requests.labels(str(cmd.code), str(response.code)).inc()
-        ns.metrics.remoting_latency.labels(str(cmd.code)).observe(time.perf_counter() - started)
+        metrics = ns.metrics
+        metrics.tally(metrics.remoting_requests, str(cmd.code), str(response.code)).inc()
+        metrics.child(metrics.remoting_latency, str(cmd.code)).observe(
+            time.perf_counter() - started)
         self.reply(cmd, response)
 
     def reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
-        if request.is_oneway or self.transport is None or self.transport.is_closing():
+        self.reply_frame(request, encode_frame(response))
+
+    def reply_frame(self, request: RemotingCommand, frame: bytes) -> None:
+        """Send an encoded response (never to a oneway request): with the batch while
+        ``data_received`` runs, else at once."""
+        if request.flag & ONEWAY or self.transport is None or self.transport.is_closing():
             return
         self.last_active = time.monotonic()
-        self.transport.write(encode_frame(response))
+        if self.batch is not None:
+            self.batch.append(frame)
+        else:
+            self.transport.write(frame)
 
 
 class RemotingServer:

@@ -61,7 +61,7 @@ class RouteCache:
                  max_entries: int = 100_000, max_age: float = 60.0) -> None:
         self.store = store
         self.metrics = metrics
-        self._hits = metrics.route_cache.labels("hit")
+        self._hits = metrics.tally(metrics.route_cache, "hit")
         self._misses = metrics.route_cache.labels("miss")
         self.enabled = enabled
         self.max_entries = max_entries
@@ -206,8 +206,9 @@ class RouteCache:
         finally:
             self._syncs.pop(token, None)
 
-    def peek(self, topic: str, *, order_conf: bool = False) -> Entry | None:
-        """The topic's cached entry if it is still valid (no Redis call), else None."""
+    def peek(self, topic: str | None, *, order_conf: bool = False) -> Entry | None:
+        """The topic's cached entry if it is still valid (no Redis call), else None (always for
+        a name ``get`` was never asked about, None included)."""
         entry = self._entries.get((topic, order_conf))
         if entry is not None and entry.expires > time.monotonic():
             self._hits.inc()

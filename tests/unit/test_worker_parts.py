@@ -120,7 +120,8 @@ async def test_route_cache_serves_hits_and_invalidates_on_change(store: RouteSto
         first = await cache.get("T1")
         assert first.read is not None
         assert (await cache.get("T1")) is first
-        assert metrics.route_cache.labels("hit")._value.get() == 1
+        assert metrics.registry.get_sample_value("nsfleet_route_cache_total",
+                                                 {"result": "hit"}) == 1
         await store.wipe_write_perm("b1")
         for _ in range(100):
             entry = await cache.get("T1")
