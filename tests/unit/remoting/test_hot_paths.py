@@ -173,6 +173,8 @@ class _Transport:
 
 class _StubServer:
     max_frame_size = 1 << 20
+    guard = None  # access control off
+    trusted_proxies = None
 
     def __init__(self, ns: _StubNameServer) -> None:
         self.ns = ns
