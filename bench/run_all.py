@@ -35,6 +35,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("contention", 1200),
     ("sweep_cascade", 600),
     ("memory", 300),
+    ("capacity", 300),
 )
 
 
