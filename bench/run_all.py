@@ -1,4 +1,5 @@
-"""Run every benchmark in bench/ one after the other, then regenerate the plots.
+"""Run every benchmark in bench/ one after the other, then regenerate the plots and the table of
+figures against their targets (bench/results/summary.md).
 
 Each script starts its own redis-server and workers and writes bench/results/<name>.json. The
 whole run is bounded by --budget seconds: each script gets what is left (at most its own cap)
@@ -93,8 +94,11 @@ def main() -> None:
         print(f"   {status} in {seconds} s", flush=True)
     plot = subprocess.run([sys.executable, str(BENCH / "plot.py")], capture_output=True,
                           text=True, check=False, timeout=300)
+    table = subprocess.run([sys.executable, str(BENCH / "summary.py")], capture_output=True,
+                           text=True, check=False, timeout=60)
     results["runs"] = runs
     results["plots"] = plot.stdout.splitlines()
+    results["summary"] = "bench/results/summary.md" if table.returncode == 0 else table.stderr
     write_results("run_all", results)
 
 
