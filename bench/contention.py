@@ -6,8 +6,12 @@ all serving that cluster's --topics topics (32-letter random names + index), so 
 of 8 groups each by default. Registered once over HTTP, every broker with the same table and
 DataVersion its writer later sends.
 
-Phases, each --seconds long, alternated --rounds times, with the route cache off and then on
-(the workers restarted in between, Redis kept):
+Phases, each --seconds long, alternated --rounds times, for each of --read-rates (readers as
+fast as they can, as JMH measures throughput; then paced at a fixed offered load, which shows
+how writers delay reads rather than how they share the CPU), with the route cache off and then
+on (the workers restarted in between, Redis kept; one unmeasured baseline phase first warms the
+workers and their caches as far as the readers reach: a cached route lives 60 s at most, so
+with 40,000 random topics many reads stay misses, as in a real fleet of that shape):
 
 * baseline: readers only;
 * unchanged: readers, and every broker re-registering its unchanged table (the same
@@ -17,14 +21,16 @@ Phases, each --seconds long, alternated --rounds times, with the route cache off
 Readers: one wrk process (C, outside the workers) per worker, --connections in all, each request
 a random topic over `GET /v1/routes/{topic}`. Writers: one separate process; each broker is a
 loop that sleeps random(0, --period) s and registers over HTTP with every worker at once (a broker
-registers with every NameServer); Java's benchmark sleeps random(0, 0.1) s, a real broker 30 s.
+registers with every NameServer): every 5 s on average by default, 6x a real broker's 30 s (Java's
+benchmark sleeps random(0, 0.1) s; at 10k topics a Python worker cannot parse that many bodies,
+so that rate measures an overloaded worker, not contention: see registration_ms).
 Figures per phase: read throughput, p50, p99 (the worse of the workers), registrations/s, the
 workers' and Redis's CPU share, how busy the whole machine was (others' processes included: near
 1.0 means the figures are starved, not contended), and the Redis script time (share of the
 phase, longest single script); medians over rounds, then the degradation (writers vs baseline;
-the done-when is <= 2x). Before the cached phases every worker reads every topic once.
+the done-when is <= 2x).
 
-    .venv/bin/python bench/contention.py [--quick] [--seconds 10] [--rounds 3]
+    .venv/bin/python bench/contention.py [--quick] [--seconds 10] [--rounds 2] [--read-rates 0,600]
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from typing import Any
 import aiohttp
 import psutil
 import redis.asyncio as aioredis
-from benchlib import ScriptClock, new_results, start_worker, write_results
+from benchlib import ScriptClock, new_results, start_worker, summary, write_results
 
 from nsfleet.redis_server import RedisServer
 
@@ -71,6 +77,15 @@ function done(summary, latency, requests)
     latency:percentile(50), latency:percentile(99), latency.max))
 end
 """
+
+
+def reader_script(rate: int, connections: int, workers: int) -> str:
+    """The wrk script; with ``rate`` > 0 every connection pauses between requests so that all
+    of them together offer about ``rate`` reads/s (wrk's delay(), as think time)."""
+    if not rate:
+        return WRK_SCRIPT
+    pause_ms = max(1, round(max(1, connections // workers) * workers * 1000 / rate))
+    return WRK_SCRIPT + f"function delay() return {pause_ms} end\n"
 
 
 def topic_names(clusters: int, per_cluster: int) -> list[str]:
@@ -103,13 +118,14 @@ def run_writers(urls: list[str], clusters: int, per_cluster: int, topics_per_clu
                 counters: list[int], changed: bool, period: float, seconds: float,
                 out: Any) -> None:
     """The writer process: every broker re-registers until ``seconds`` pass; puts
-    (registrations, failures, final counters) on ``out``."""
+    (registrations, failures, final counters, registration latency in ms) on ``out``."""
     names = topic_names(clusters, topics_per_cluster)
     templates = [body_template(b, names[b["cluster_index"] * topics_per_cluster:
                                         (b["cluster_index"] + 1) * topics_per_cluster])
                  for b in brokers(clusters, per_cluster)]
     counters = list(counters)
     done = [0, 0]
+    latencies: list[float] = []
 
     async def broker_loop(session: aiohttp.ClientSession, i: int, deadline: float) -> None:
         rng = random.Random(i)
@@ -123,10 +139,12 @@ def run_writers(urls: list[str], clusters: int, per_cluster: int, topics_per_clu
             body = head + dv_json(counters[i]) + tail
 
             async def post(url: str, body: bytes = body) -> None:
+                started = time.perf_counter()
                 async with session.post(f"{url}/v1/brokers/register", data=body,
                                         headers={"Content-Type": "application/json"}) as resp:
                     await resp.read()
                     done[0 if resp.status == 200 else 1] += 1
+                latencies.append((time.perf_counter() - started) * 1000)
             await asyncio.gather(*(post(u) for u in urls))
 
     async def main() -> None:
@@ -137,7 +155,7 @@ def run_writers(urls: list[str], clusters: int, per_cluster: int, topics_per_clu
                                    for i in range(len(templates))))
 
     asyncio.run(main())
-    out.put((done[0], done[1], counters))
+    out.put((done[0], done[1], counters, summary(latencies) if latencies else {}))
 
 
 def run_wrk(port: int, topics_file: Path, script: Path, seconds: float,
@@ -170,20 +188,8 @@ async def redis_cpu(client: aioredis.Redis) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-async def warm(ports: list[int], names: list[str]) -> float:
-    """Read every topic once from every worker, so the cached phases start with a full cache."""
-    started = time.perf_counter()
-    async with aiohttp.ClientSession() as session:
-        async def read(port: int, part: list[str]) -> None:
-            for topic in part:
-                async with session.get(f"http://127.0.0.1:{port}/v1/routes/{topic}") as resp:
-                    await resp.read()
-        await asyncio.gather(*(read(p, names[w::16]) for p in ports for w in range(16)))
-    return round(time.perf_counter() - started, 1)
-
-
 async def phase(name: str, workers: list[tuple[int, int]], args: argparse.Namespace, tmp: Path,
-                clock: ScriptClock, counters: list[int]) -> dict[str, Any]:
+                script: Path, clock: ScriptClock, counters: list[int]) -> dict[str, Any]:
     """One phase: readers for ``args.seconds``, with the writers unless ``name`` is baseline.
     ``workers``: (pid, HTTP port) of each worker."""
     ports = [port for _, port in workers]
@@ -202,7 +208,7 @@ async def phase(name: str, workers: list[tuple[int, int]], args: argparse.Namesp
     redis_cpu_before = await redis_cpu(clock.client)
     psutil.cpu_percent()  # starts the machine-wide busy measurement
     per_worker = max(1, args.connections // len(ports))
-    readers = [run_wrk(p, tmp / "topics.txt", tmp / "reader.lua", args.seconds, per_worker)
+    readers = [run_wrk(p, tmp / "topics.txt", script, args.seconds, per_worker)
                for p in ports]
     reads = [await asyncio.to_thread(wrk_result, r) for r in readers]
     worker_cpu = cpu_seconds([pid for pid, _ in workers]) - cpu_before
@@ -222,12 +228,26 @@ async def phase(name: str, workers: list[tuple[int, int]], args: argparse.Namesp
         "machine_busy_share": round(machine_busy, 3), "loadavg_1m": os.getloadavg()[0],
         "per_worker": reads}
     if writer is not None:
-        ok, failed, final = await asyncio.to_thread(queue.get, True, args.seconds + 120)
+        ok, failed, final, latency = await asyncio.to_thread(queue.get, True,
+                                                             args.seconds + 120)
         writer.join(30)
         counters[:] = final
         row["registrations_per_s"] = round(ok / (args.seconds + 1.0), 1)
         row["registration_failures"] = failed
+        row["registration_ms"] = latency
     return row
+
+
+def summarize(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians per phase, then each writer phase against the baseline."""
+    summary = {name: medians(rows[name]) for name in PHASES}
+    for name in PHASES[1:]:
+        base, load = summary["baseline"], summary[name]
+        summary[f"degradation_{name}"] = {
+            "p50": round(load["p50_ms"] / base["p50_ms"], 2),
+            "p99": round(load["p99_ms"] / base["p99_ms"], 2),
+            "throughput": round(base["reads_per_s"] / load["reads_per_s"], 2)}
+    return summary
 
 
 def medians(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -257,10 +277,14 @@ async def main() -> None:
     parser.add_argument("--topics", type=int, default=10_000, help="topics per cluster")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--connections", type=int, default=32, help="reader connections")
-    parser.add_argument("--period", type=float, default=2.0,
+    parser.add_argument("--period", type=float, default=10.0,
                         help="a broker sleeps random(0, period) s between registrations")
     parser.add_argument("--seconds", type=int, default=10, help="per phase")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--read-rates", default="0,600",
+                        help="reads/s the readers offer in all, one set of phases each; 0: as "
+                             "fast as they can (JMH's throughput), >0: paced (latency at a "
+                             "fixed load)")
     parser.add_argument("--quick", action="store_true",
                         help="2,000 topics per cluster, 3 s phases, one round")
     args = parser.parse_args()
@@ -273,7 +297,6 @@ async def main() -> None:
             RedisServer(data_dir=Path(tmpdir) / "redis", appendonly=False) as server:
         tmp = Path(tmpdir)
         (tmp / "topics.txt").write_text("\n".join(names) + "\n")
-        (tmp / "reader.lua").write_text(WRK_SCRIPT)
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
         clock = ScriptClock(client)
         for cache in (False, True):
@@ -285,20 +308,18 @@ async def main() -> None:
                 workers = [(proc.pid, http) for proc, http, _ in procs]
                 if not cache:
                     results["populate_s"] = await populate(workers[0][1], args, names)
-                else:
-                    results["cache_warm_s"] = await warm([p for _, p in workers], names)
-                rows: dict[str, list[dict[str, Any]]] = {p: [] for p in PHASES}
-                for _ in range(args.rounds):
-                    for name in PHASES:
-                        rows[name].append(await phase(name, workers, args, tmp, clock, counters))
-                summary = {name: medians(rows[name]) for name in PHASES}
-                for name in PHASES[1:]:
-                    base, load = summary["baseline"], summary[name]
-                    summary[f"degradation_{name}"] = {
-                        "p50": round(load["p50_ms"] / base["p50_ms"], 2),
-                        "p99": round(load["p99_ms"] / base["p99_ms"], 2),
-                        "throughput": round(base["reads_per_s"] / load["reads_per_s"], 2)}
-                results[key] = {"summary": summary, "rounds": rows}
+                for rate in (int(r) for r in args.read_rates.split(",")):
+                    script = tmp / f"reader-{rate}.lua"
+                    script.write_text(reader_script(rate, args.connections, len(workers)))
+                    await phase("baseline", workers, args, tmp, script, clock, counters)
+                    rows: dict[str, list[dict[str, Any]]] = {p: [] for p in PHASES}
+                    for _ in range(args.rounds):
+                        for name in PHASES:
+                            rows[name].append(await phase(name, workers, args, tmp, script,
+                                                          clock, counters))
+                    results[key + ("_paced" if rate else "")] = {
+                        "read_rate": rate or "saturating", "summary": summarize(rows),
+                        "rounds": rows}
             finally:
                 for proc, _, _ in procs:
                     proc.terminate()

@@ -33,7 +33,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("hotpath", 900),
     ("route_bench", 300),
     ("propagation", 300),
-    ("contention", 1200),
+    ("contention", 1800),
     ("sweep_cascade", 600),
     ("memory", 300),
     ("capacity", 300),
