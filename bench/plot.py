@@ -115,12 +115,19 @@ def cost_vs_brokers(data: dict[str, Any]) -> Figure:
     return fig
 
 
+def _mode_label(row: dict[str, Any], mode: str) -> str:
+    cache = "cache on" if mode.startswith("cache_on") else "cache off"
+    rate = row.get("read_rate", "saturating")
+    return f"{cache}\nreaders {rate}" if rate == "saturating" else f"{cache}\n{rate} reads/s"
+
+
 def contention(data: dict[str, Any]) -> Figure:
-    modes = [m for m in ("cache_off", "cache_on") if m in data]
+    modes = [m for m in ("cache_off", "cache_on", "cache_off_paced", "cache_on_paced")
+             if m in data]
     if not modes:
         raise KeyError("no cache_off / cache_on summary")
     phases = ("baseline", "unchanged", "changed")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
     width = 0.13
     for m, mode in enumerate(modes):
         summary = data[mode]["summary"]
@@ -137,7 +144,7 @@ def contention(data: dict[str, Any]) -> Figure:
                         label=phase if m == 0 else None)
     for ax, title in zip(axes, ("route read latency (ms)", "route reads per second"),
                          strict=True):
-        ax.set_xticks(range(len(modes)), [m.replace("_", " ") for m in modes])
+        ax.set_xticks(range(len(modes)), [_mode_label(data[m], m) for m in modes], fontsize=8)
         ax.set_title(title)
         ax.legend(fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
