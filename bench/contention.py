@@ -28,7 +28,8 @@ Figures per phase: read throughput, p50, p99 (the worse of the workers), registr
 workers' and Redis's CPU share, how busy the whole machine was (others' processes included: near
 1.0 means the figures are starved, not contended), and the Redis script time (share of the
 phase, longest single script); medians over rounds, then the degradation (writers vs baseline;
-the done-when is <= 2x).
+the done-when is <= 2x). Also, once: an unchanged registration's wall time and worker CPU on an
+otherwise idle worker (unchanged_registration_over_http).
 
     .venv/bin/python bench/contention.py [--quick] [--seconds 10] [--rounds 2] [--read-rates 0,600]
 """
@@ -269,6 +270,29 @@ async def populate(port: int, args: argparse.Namespace, names: list[str]) -> flo
     return round(time.perf_counter() - started, 1)
 
 
+async def registration_cost(worker: tuple[int, int], args: argparse.Namespace,
+                            names: list[str], counters: list[int]) -> dict[str, Any]:
+    """Every broker's unchanged registration sent once, one at a time, to an otherwise idle
+    worker: its wall time and the worker's CPU per registration (what each one costs the
+    worker's event loop, which its reads then wait behind)."""
+    pid, port = worker
+    walls = []
+    cpu_before = cpu_seconds([pid])
+    async with aiohttp.ClientSession() as session:
+        for i, b in enumerate(brokers(args.clusters, args.brokers)):
+            c = b["cluster_index"]
+            head, tail = body_template(b, names[c * args.topics:(c + 1) * args.topics])
+            started = time.perf_counter()
+            async with session.post(f"http://127.0.0.1:{port}/v1/brokers/register",
+                                    data=head + dv_json(counters[i]) + tail,
+                                    headers={"Content-Type": "application/json"}) as resp:
+                await resp.read()
+            walls.append((time.perf_counter() - started) * 1000)
+    cpu = cpu_seconds([pid]) - cpu_before
+    return {"topics": args.topics, "wall_ms": summary(walls),
+            "worker_cpu_ms_per_registration": round(cpu * 1000 / len(walls), 1)}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -308,6 +332,8 @@ async def main() -> None:
                 workers = [(proc.pid, http) for proc, http, _ in procs]
                 if not cache:
                     results["populate_s"] = await populate(workers[0][1], args, names)
+                    results["unchanged_registration_over_http"] = await registration_cost(
+                        workers[0], args, names, counters)
                 for rate in (int(r) for r in args.read_rates.split(",")):
                     script = tmp / f"reader-{rate}.lua"
                     script.write_text(reader_script(rate, args.connections, len(workers)))
