@@ -1,0 +1,141 @@
+"""The table of every issue-14 figure against its target, from bench/results/*.json, as Markdown
+in bench/results/summary.md (bench/README.md shows the latest one). A figure whose results file
+or key is missing is listed as "not measured".
+
+    .venv/bin/python bench/summary.py
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass(frozen=True)
+class Figure:
+    what: str
+    results: str  # bench/results/<results>.json
+    path: tuple[str, ...]  # keys down to the number
+    target: float | None  # None: reported, no target
+    at_most: bool = True  # the target is an upper bound (else a lower bound)
+    unit: str = ""
+
+
+def _cascade_longest(data: dict[str, Any]) -> float:
+    return max(row["longest_script_ms_max"] for row in data["cascade_by_total_topics"].values())
+
+
+CONTENTION_MODES = {"cache_off": "cache off, readers saturating",
+                    "cache_on": "cache on, readers saturating",
+                    "cache_off_paced": "cache off, readers paced",
+                    "cache_on_paced": "cache on, readers paced"}
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("unchanged re-registration, Redis script time at 60k topics", "reregistration",
+           ("60000", "unchanged", "redis_script_ms_per_registration"), 1.0, unit="ms"),
+    Figure("first registration of 60k topics, wall", "reregistration",
+           ("60000", "first_registration_wall_ms"), 1000.0, unit="ms"),
+    Figure("changed 60k-topic registration, longest single script", "reregistration",
+           ("60000", "changed_data_version", "longest_script_ms"), 10.0, unit="ms"),
+    Figure("sweep, 10k live brokers, none due: Redis script time per sweep", "sweep_cascade",
+           ("sweep_none_due_by_live_brokers", "10000", "script_ms_per_sweep"), None, unit="ms"),
+    Figure("sweep, 1,000 due among 10k: longest single script", "sweep_cascade",
+           ("sweep_due", "longest_script_ms"), 10.0, unit="ms"),
+    Figure("sweep, 1,000 due among 10k: Redis script time per expired broker", "sweep_cascade",
+           ("sweep_due", "script_ms_per_broker"), None, unit="ms"),
+    Figure("unregistering a 10k-topic broker: among 100k topics / among 10k (script time)",
+           "sweep_cascade", ("cascade_ratio_script",), 3.0, unit="x"),
+    Figure("unregistering a 10k-topic broker: longest single script", "sweep_cascade",
+           ("@cascade_longest",), 10.0, unit="ms"),
+    Figure("unchanged 10k-topic registration over HTTP, idle worker: worker CPU per call",
+           "contention", ("unchanged_registration_over_http", "worker_cpu_ms_per_registration"),
+           None, unit="ms"),
+    Figure("Redis bytes per broker (1k brokers x 200 topics)", "memory",
+           ("bytes_per_broker",), None, unit="B"),
+    Figure("Redis bytes per (topic, broker) row", "memory",
+           ("bytes_per_topic_broker_row",), None, unit="B"),
+    Figure("Redis used_memory per (topic, broker) row, all keys", "memory",
+           ("used_memory_per_topic_broker_row_all_in",), None, unit="B"),
+    Figure("worker RSS with every route (10k, 20 groups each) cached", "memory",
+           ("worker", "worker_rss_mib_every_route_cached"), None, unit="MiB"),
+)
+
+COMPUTED = {"@cascade_longest": _cascade_longest}
+
+
+def value(figure: Figure) -> float | None:
+    path = RESULTS / f"{figure.results}.json"
+    if not path.exists():
+        return None
+    node: Any = json.loads(path.read_text())
+    try:
+        if figure.path[0] in COMPUTED:
+            return float(COMPUTED[figure.path[0]](node))
+        for key in figure.path:
+            node = node[key]
+        return float(node)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def verdict(figure: Figure, number: float | None) -> str:
+    if number is None:
+        return "not measured"
+    if figure.target is None:
+        return "reported"
+    met = number <= figure.target if figure.at_most else number >= figure.target
+    return "met" if met else "**not met**"
+
+
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def contention_rows() -> list[str]:
+    """One row per reader mode and writer phase: the worst of the p50, p99 and (saturating
+    readers) throughput degradations, each shown."""
+    path = RESULTS / "contention.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    rows = []
+    for mode, label in CONTENTION_MODES.items():
+        for phase in ("unchanged", "changed"):
+            what = f"contention, {label}, {phase} writers: degradation vs no writers"
+            found = data.get(mode, {}).get("summary", {}).get(f"degradation_{phase}")
+            if not found:
+                rows.append(f"| {what} (`contention.json`) | — | ≤ 2 x | not measured |")
+                continue
+            metrics = ("p50", "p99") if mode.endswith("_paced") else ("p50", "p99", "throughput")
+            worst = max(found[m] for m in metrics)
+            shown = ", ".join(f"{m} {found[m]:.3g}" for m in metrics)
+            rows.append(f"| {what} (`contention.json`) | {shown} x | ≤ 2 x | "
+                        f"{'met' if worst <= 2 else '**not met**'} |")
+    return rows
+
+
+def table() -> str:
+    lines = ["| figure | measured | target | |", "|---|---|---|---|"]
+    for figure in FIGURES:
+        number = value(figure)
+        shown = "—" if number is None else f"{_number(number)} {figure.unit}".strip()
+        bound = "" if figure.target is None else \
+            f"{'≤' if figure.at_most else '≥'} {figure.target:g} {figure.unit}".strip()
+        lines.append(f"| {figure.what} (`{figure.results}.json`) | {shown} | {bound} | "
+                     f"{verdict(figure, number)} |")
+        if figure.path == ("@cascade_longest",):
+            lines += contention_rows()
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    text = table()
+    (RESULTS / "summary.md").write_text(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
