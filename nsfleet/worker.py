@@ -20,6 +20,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
 from nsfleet.http.app import STATE_KEY, create_app, metrics_app
+from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
 from nsfleet.remoting.server import RemotingServer
@@ -93,6 +94,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                                shutdown_timeout=settings.drain_timeout)
         await runner.setup()
         runners.append(runner)
+        if security.http_middleware is None and runner.server is not None:
+            answer_cached_routes_first(runner.server, ns)
         await security.http_site(runner, settings.host, settings.http_port).start()
         if settings.metrics_port:
             mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)

@@ -162,3 +162,28 @@ async def test_proxy_header_from_an_untrusted_peer_is_not_believed(
         answer = await raw_http(worker.settings.http_port, PROXY + put_kv(WRITE))
         assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")  # not a request
         assert await worker.snapshot() == before
+
+
+async def test_cached_route_reads_still_need_a_token(redis_server: RedisServer,
+                                                     tmp_path: Path) -> None:
+    """With tokens on, the cached-route shortcut in front of the application is not installed:
+    a route the cache holds is still refused without a token."""
+    files = token_files(tmp_path, read=READ, write=WRITE)
+    async with running_worker(redis_server.url, route_cache=True, **files) as worker:
+        assert (await call(worker, "POST", "/v1/brokers/register", WRITE, BROKER))[0] == 200
+        for _ in range(2):  # the second read is a cache hit
+            assert (await call(worker, "GET", "/v1/routes/T1", READ))[0] == 200
+        assert (await call(worker, "GET", "/v1/routes/T1"))[0] == 401
+
+
+async def test_without_tokens_cached_route_reads_go_around_the_application(
+        redis_server: RedisServer) -> None:
+    async with running_worker(redis_server.url, route_cache=True) as worker:
+        assert (await call(worker, "POST", "/v1/brokers/register", None, BROKER))[0] == 200
+        for _ in range(3):
+            assert (await call(worker, "GET", "/v1/routes/T1"))[0] == 200
+        status, text = await call(worker, "GET", "/metrics")
+        assert status == 200
+        # Only the first read (the miss) went through the application's middleware.
+        assert ('nsfleet_http_request_seconds_count{method="GET",route="/v1/routes/{topic}"} 1.0'
+                in text.decode())
