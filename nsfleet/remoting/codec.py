@@ -229,6 +229,7 @@ _INT32_MAX: Final = (1 << 31) - 1
 _DECIMAL: Final = re.compile(r"[+-]?[0-9]+")
 
 
+_TWO_UINTS: Final = struct.Struct(">II")  # a frame's length and its header's length
 _PLAIN_HEADER: Final = (b'{"code":%d,"flag":%d,"language":"JAVA","opaque":%d,'
                        b'"serializeTypeCurrentRPC":"%s","version":%d}')
 _SERIALIZE_NAMES: Final = {t.value: t.name.encode() for t in SerializeType}
@@ -543,8 +544,7 @@ def encode_plain_response(request: RemotingCommand, code: int, body: bytes) -> b
     """``encode_frame(make_response(request, code, body=body))`` for a JSON request, in one
     step: the frame of every cached route answer."""
     header = _PLAIN_HEADER % (code, RESPONSE, request.opaque, b"JSON", CURRENT_VERSION)
-    return b"".join((_UINT.pack(4 + len(header) + len(body)), _UINT.pack(len(header)), header,
-                     body))
+    return b"".join((_TWO_UINTS.pack(4 + len(header) + len(body), len(header)), header, body))
 
 
 def _decode_frame_at(view: memoryview, start: int, length: int) -> RemotingCommand:

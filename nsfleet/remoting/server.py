@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 import structlog
 
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
+from nsfleet.metrics import Tally
 from nsfleet.remoting.codec import (
     ONEWAY,
     RESPONSE,
@@ -123,7 +124,8 @@ class RemotingProtocol(asyncio.Protocol):
     def _flush(self) -> None:
         batch, self.batch = self.batch, None
         if batch and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"".join(batch) if len(batch) > 1 else batch[0])
+            # uvloop sends a list in one writev, without copying the frames into one buffer.
+            self.transport.writelines(batch)
 
     def _abort(self, what: str, exc: Exception) -> None:
         log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=str(exc))
@@ -144,8 +146,7 @@ class RemotingProtocol(asyncio.Protocol):
             answered = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
             if answered is not None:
                 code, frame = answered
-                metrics = self.server.ns.metrics
-                metrics.tally(metrics.remoting_requests, "105", str(code)).inc()
+                self.server.route_answers(code).inc()
                 self.reply_frame(cmd, frame)
                 return
         if self.server.in_flight >= MAX_IN_FLIGHT:
@@ -213,7 +214,17 @@ class RemotingServer:
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
         self._connections_made = 0
+        self._route_tallies: dict[int, Tally] = {}
         ns.on_broker_expired(self._close_expired)
+
+    def route_answers(self, code: int) -> Tally:
+        """The tally of route requests answered inline with ``code`` (looked up once)."""
+        found = self._route_tallies.get(code)
+        if found is None:
+            metrics = self.ns.metrics
+            found = self._route_tallies[code] = metrics.tally(metrics.remoting_requests, "105",
+                                                              str(code))
+        return found
 
     def next_connection_id(self) -> str:
         self._connections_made += 1

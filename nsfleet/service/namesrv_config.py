@@ -89,6 +89,8 @@ class NamesrvConfig:
         self.store = store
         self.static = static or {}  # read-only values reported by 319 (listenPort, ...)
         self.values: dict[str, str] = dict(DEFAULTS)
+        self._flags: dict[str, bool] = {}
+        self._flags_of: dict[str, str] | None = None  # the values _flags was parsed from
         self.on_change: list[Callable[[], None]] = []  # told after values changed
 
     async def refresh(self) -> None:
@@ -101,7 +103,13 @@ class NamesrvConfig:
                 callback()
 
     def flag(self, key: str) -> bool:
-        return parse_boolean(self.values.get(key))
+        # Parsed once per set of values: the cached route reads ask for two flags each.
+        if self._flags_of is not self.values:
+            self._flags, self._flags_of = {}, self.values
+        found = self._flags.get(key)
+        if found is None:
+            found = self._flags[key] = parse_boolean(self.values.get(key))
+        return found
 
     def number(self, key: str) -> int:
         value = parse_integer(self.values.get(key))

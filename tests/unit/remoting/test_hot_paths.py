@@ -161,6 +161,10 @@ class _Transport:
     def write(self, data: bytes) -> None:
         self.writes.append(data)
 
+    def writelines(self, parts: list[bytes]) -> None:
+        """One send of several frames (uvloop: one writev)."""
+        self.writes.append(b"".join(parts))
+
     def is_closing(self) -> bool:
         return self.closed
 
@@ -184,6 +188,10 @@ class _StubServer:
 
     def next_connection_id(self) -> str:
         return "w:1"
+
+    def route_answers(self, code: int) -> Any:
+        metrics = self.ns.metrics
+        return metrics.tally(metrics.remoting_requests, "105", str(code))
 
     def spawn(self, coro: Any) -> None:
         coro.close()
