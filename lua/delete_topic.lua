@@ -6,9 +6,11 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] topic
     ARGV[2] clusterName, or "" for the whole topic
+    ARGV[3] the most queue rows to remove in this call (a topic served by more groups is
+            deleted in several calls, each group's row whole)
   Output:
-    {"ok", removed}
-      removed  number of queue data rows removed
+    {"ok", removed, left}
+      removed  number of queue data rows removed; left: rows still to remove
 ]]
 --- @include "keys"
 --- @include "changes"
@@ -21,6 +23,7 @@ if cluster == '' then
 else
   names = rcall('SINTER', k_topic(topic), k_cluster(cluster))
 end
-for _, name in ipairs(names) do drop_queue(topic, name) end
+local count = math.min(#names, tonumber(ARGV[3]))
+for i = 1, count do drop_queue(topic, names[i]) end
 publish_changes()
-return {'ok', #names}
+return {'ok', count, #names - count}

@@ -34,6 +34,9 @@ Indexes (never under a row-table prefix)::
   P:idx:mappings:<topic>         hash   brokerName -> TopicQueueMappingInfo JSON (static topics)
   P:idx:kvns                     set    KV namespaces (an emptied one still exists, as in Java)
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
+  P:idx:cleanups                 set    brokerNames of removed groups whose queue data is
+                                        still being removed in chunks (drain_cleanup.lua)
+  P:idx:cleanup:<name>           set    the topics of such a group still to remove
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
   P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
@@ -136,6 +139,13 @@ class Keys:
 
     def kv_table(self, namespace: str) -> str:
         return f"{self.prefix}:idx:kv:{escape(namespace)}"
+
+    @property
+    def cleanups(self) -> str:
+        return f"{self.prefix}:idx:cleanups"
+
+    def cleanup(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:cleanup:{broker_name}"
 
     @property
     def seq(self) -> str:

@@ -39,6 +39,10 @@ from nsfleet.store.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
+# The most queue rows one script call writes or removes: Redis runs one script at a time, and
+# about 500 rows keep every call of a big registration or cascade under ~5 ms of Redis time
+# (bench/script_time.py), so no other client waits longer than that.
+CHUNK_ROWS = 500
 
 
 class ScriptReplyError(RuntimeError):
@@ -48,7 +52,10 @@ class ScriptReplyError(RuntimeError):
 # Every script returns a table whose first element is a status string: "ok" for the normal
 # answer, these words otherwise (see each script's header for what follows the status).
 SCRIPT_STATUSES: dict[str, frozenset[str]] = {
-    "register_broker": frozenset({"ok", "fenced", "rejected", "full"}),
+    "register_broker": frozenset({"ok", "fenced", "rejected", "full", "chunk", "head", "drain"}),
+    "register_topics": frozenset({"ok", "stale"}),
+    "register_commit": frozenset({"ok"}),
+    "drain_cleanup": frozenset({"ok"}),
     "unregister_broker": frozenset({"ok", "kept"}),
     "heartbeat": frozenset({"ok", "unknown"}),
     "sweep": frozenset({"ok", "held"}),
@@ -95,6 +102,10 @@ class SweepResult:
     removed: list[tuple[str, str, str]]  # (cluster, addr, brokerName)
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _flag(b: bool) -> str:
     return "1" if b else "0"
 
@@ -113,11 +124,16 @@ class RouteStore:
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
                  on_script: Callable[[str, float], None] | None = None,
-                 probe_min_topics: int = PROBE_MIN_TOPICS) -> None:
+                 probe_min_topics: int = PROBE_MIN_TOPICS, chunk_rows: int = CHUNK_ROWS) -> None:
         """``on_script(name, seconds)`` is told the duration of every script call (metrics);
-        registrations of at least ``probe_min_topics`` topics are first offered as a digest."""
+        registrations of at least ``probe_min_topics`` topics are first offered as a digest;
+        no script call writes or removes more than ``chunk_rows`` queue rows (bigger
+        registrations, cascades and topic deletions run in several calls)."""
+        if chunk_rows < 1:
+            raise ValueError("chunk_rows must be at least 1")
         self.on_script = on_script
         self.probe_min_topics = probe_min_topics
+        self.chunk_rows = chunk_rows
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
@@ -142,6 +158,25 @@ class RouteStore:
                 self.on_script(name, time.perf_counter() - started)
         return _reply(name, result)
 
+    async def _call_many(self, name: str, calls: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
+        """Run a script once per argument list in one round trip (a pipeline: each call is still
+        its own short script, other clients' commands run between them). A Redis Cluster client
+        runs them one by one."""
+        if isinstance(self.redis, RedisCluster) or len(calls) == 1:
+            return [await self._call(name, args) for args in calls]
+        started = time.perf_counter()
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for args in calls:
+                await self._scripts[name](keys=[self.keys.prefix], args=list(args), client=pipe)
+            results = await pipe.execute()
+        finally:
+            if self.on_script is not None:
+                elapsed = (time.perf_counter() - started) / len(calls)
+                for _ in calls:
+                    self.on_script(name, elapsed)
+        return [_reply(name, r) for r in results]
+
     # --- brokers -------------------------------------------------------------------------------
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
@@ -160,15 +195,11 @@ class RouteStore:
         for topic, raw in sorted(reg.topic_queue_mappings.items()):
             if validation.routable(topic):
                 info = topic_queue_mapping_info(raw, reg.name or "")
-                mappings.append((topic, info["bname"],
-                                 json.dumps(info, separators=(",", ":"), sort_keys=True)))
-        table: list[Any] = []
-        for tc in reg.topic_configs:
-            table += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
-                      tc.topic_sys_flag]
-        for topic, bname, info in mappings:
-            table += [topic, bname, info]
-        digest = hashlib.blake2b(json.dumps([table, delete_absent_topics]).encode(),
+                mappings.append([topic, info["bname"],
+                                 json.dumps(info, separators=(",", ":"), sort_keys=True)])
+        rows = [[tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                 tc.topic_sys_flag] for tc in reg.topic_configs]
+        digest = hashlib.blake2b(_json([rows, mappings, delete_absent_topics]).encode(),
                                  digest_size=16).hexdigest()
 
         def args(mode: str) -> list[Any]:
@@ -176,28 +207,95 @@ class RouteStore:
             return [reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
                     reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp,
                     dv.state_version, -1 if filters is None else len(filters),
-                    len(reg.topic_configs) if full else 0, _flag(delete_absent_topics),
+                    len(rows) if full else 0, _flag(delete_absent_topics),
                     _flag(return_order_conf), reg.topics_sent, connection or "",
-                    len(mappings) if full else 0, digest, mode, *(filters or ()),
-                    *(table if full else ())]
+                    len(mappings) if full else 0, digest, mode, self.chunk_rows,
+                    *(filters or ()), _json(rows) if full else "[]",
+                    _json(mappings) if full else "[]"]
 
         keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
-        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole.
-        status = "full"
-        if len(reg.topic_configs) >= self.probe_min_topics:
-            status, rest = await self._call("register_broker", args("probe"), keys)
-        if status == "full":
-            status, rest = await self._call("register_broker", args("full"), keys)
+        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
+        # in one call when it is small, else in chunks (``_register_in_chunks``).
+        mode = "probe" if len(rows) >= self.probe_min_topics else "full"
+        for _ in range(5):  # "drain" answers are followed by a drain, then a retry
+            if mode == "full" and len(rows) + len(mappings) > self.chunk_rows:
+                mode = "head"
+            status, rest = await self._call("register_broker", args(mode), keys)
+            if status == "drain":
+                await self.drain_cleanups([reg.name])
+                continue
+            if status == "full" or status == "chunk":
+                mode = "head" if status == "chunk" else "full"
+                continue
+            break
+        changed = False
+        if status == "head":
+            changed, rest = await self._register_in_chunks(
+                reg, rest, rows, mappings, digest, delete_absent_topics, return_order_conf)
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
+            await self.drain_cleanups()
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
-        master, ha, generation, changed, kv_flag, *kv = rest
+        if status not in ("ok", "head"):
+            raise ScriptReplyError(f"register_broker: still {status!r} after draining")
+        master, ha, generation, changed_flag, kv_flag, *kv = rest
         return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
                               kv_table=_pairs(kv) if kv_flag == "1" else None,
                               generation=int(generation), dropped_topics=reg.dropped_topics,
-                              changed=changed == "1")
+                              changed=changed or changed_flag == "1")
+
+    async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
+                                  rows: list[list[Any]], mappings: list[list[Any]], digest: str,
+                                  delete_absent: bool, return_order_conf: bool,
+                                  ) -> tuple[bool, list[Any]]:
+        """After register_broker.lua's "head" call: the queue data in chunks of at most
+        ``chunk_rows`` rows (register_topics.lua, pipelined), the rows deleteTopicWithBroker-
+        Registration drops likewise, then register_commit.lua. A worker dying half-way leaves the
+        registration record "pending", so the broker's next registration does it all again.
+        Returns (changed, the commit's answer after its status)."""
+        generation, force, clear_write, writer, head_changed = head
+        changed = head_changed == "1"
+        base = [reg.cluster, reg.addr, reg.name, generation, force, clear_write]
+        stale = False
+        if writer == "1":
+            n = self.chunk_rows
+            calls = [[*base, _json(rows[i:i + n]), "[]", "[]"] for i in range(0, len(rows), n)]
+            calls += [[*base, "[]", _json(mappings[i:i + n]), "[]"]
+                      for i in range(0, len(mappings), n)]
+            for status, rest in await self._call_many("register_topics", calls):
+                stale = stale or status == "stale"
+                changed = changed or (status == "ok" and rest[0] == "1")
+            if delete_absent and not stale:
+                incoming = {r[0] for r in rows}
+                absent = [t async for t in self.redis.sscan_iter(
+                    self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
+                absent = sorted(set(absent))  # SSCAN may return a member twice
+                calls = [[*base, "[]", "[]", _json(absent[i:i + n])]
+                         for i in range(0, len(absent), n)]
+                if calls:
+                    for status, rest in await self._call_many("register_topics", calls):
+                        changed = changed or (status == "ok" and rest[0] == "1")
+        _, rest = await self._call(
+            "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
+                                _flag(return_order_conf)],
+            [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        return changed, rest
+
+    async def drain_cleanups(self, names: Iterable[str] | None = None) -> int:
+        """Remove the queue data of removed groups left in P:idx:cleanups (all of them, or those
+        of ``names``), ``chunk_rows`` rows per call; returns how many rows were removed. The
+        sweep calls it too, so the work of a worker that died half-way is finished."""
+        if names is None:
+            names = sorted(await self.redis.smembers(self.keys.cleanups))
+        removed = 0
+        for name in names:
+            left = 1
+            while left:
+                _, (count, left) = await self._call("drain_cleanup", [name, self.chunk_rows])
+                removed += int(count)
+        return removed
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
                                 closed_connection: str | None = None) -> int:
@@ -207,10 +305,12 @@ class RouteStore:
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
-        status, rest = await self._call("unregister_broker",
-                                        [cluster, addr, name, closed_connection or ""])
+        status, rest = await self._call(
+            "unregister_broker", [cluster, addr, name, closed_connection or "", self.chunk_rows])
         if status == "kept":
             return -1
+        if rest[1] == "1":
+            await self.drain_cleanups([name])
         return 1 if rest[0] == "1" else 0
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
@@ -240,9 +340,12 @@ class RouteStore:
         Redis clock). With ``guard_share`` > 0, a sweep that would expire more than that share
         of the live brokers holds them, but never longer than ``guard_max_hold_ms`` past their
         deadline."""
-        status, (due, live, *flat) = await self._call(
-            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms])
+        status, (due, live, cleanup, *flat) = await self._call(
+            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms,
+                      self.chunk_rows])
         removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
+        if cleanup == "1":
+            await self.drain_cleanups()
         return SweepResult(status == "held", int(due), int(live), removed)
 
     async def live_brokers(self) -> list[LiveBroker]:
@@ -341,8 +444,14 @@ class RouteStore:
         validation.route_topic(topic)
         if cluster:
             validation.name(cluster, "clusterName")
-        _, (removed,) = await self._call("delete_topic", [topic, cluster or ""])
-        return int(removed)
+        # A topic served by many groups goes in several calls, each group's queue row whole.
+        removed = 0
+        while True:
+            _, (count, left) = await self._call("delete_topic",
+                                                [topic, cluster or "", self.chunk_rows])
+            removed += int(count)
+            if not int(left):
+                return removed
 
     async def topic_exists(self, topic: str) -> bool:
         return bool(await self.redis.sismember(self.keys.topics, topic))
