@@ -51,10 +51,11 @@
     {"full"}     (probe) the registration needs its topics: send it again with them
     {"chunk"}    (full) deleteTopicWithBrokerRegistration may remove more than L rows: register
                  in chunks ("head") instead; nothing is written
-    {"head", generation, force, clearWrite, writer, changed}   (head) written but the queue data:
-                 force "1" = write every topic (Java's isTopicConfigChanged for all of them),
-                 clearWrite "1" = without the write perm, writer "1" = this broker writes its
-                 group's queue data at all
+    {"head", generation, force, clearWrite, writer, changed, fresh}   (head) written but the
+                 queue data: force "1" = write every topic (Java's isTopicConfigChanged for all
+                 of them), clearWrite "1" = without the write perm, writer "1" = this broker
+                 writes its group's queue data at all, fresh "1" = the group has no queue data
+                 yet
     {"drain"}    the brokerName's previous group is still being removed (P:idx:cleanups): drain
                  it first; nothing is written
 ]]
@@ -190,9 +191,10 @@ local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp'
 local force = register_first or pending or stored[1] ~= dv_counter or stored[2] ~= dv_ts
   or stored[3] ~= dv_state
 local clear_write = is_prime_slave and acting == 'true'
+local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
 if (is_master or is_prime_slave) and not unchanged and not head then
   local topics = cjson.decode(ARGV[table_at])
-  write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write)
+  write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write, fresh)
   if delete_absent then
     local incoming = {}
     for _, e in ipairs(topics) do incoming[e[1]] = true end
@@ -264,6 +266,6 @@ end
 local changed = publish_changes() and '1' or '0'
 if head then
   return {'head', generation, force and '1' or '0', clear_write and '1' or '0',
-    (is_master or is_prime_slave) and '1' or '0', changed}
+    (is_master or is_prime_slave) and '1' or '0', changed, fresh and '1' or '0'}
 end
 return register_reply(cluster, name, id, generation, changed, want_kv)

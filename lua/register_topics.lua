@@ -15,6 +15,8 @@
             topicSysFlag)
     ARGV[8] static-topic mappings, a JSON array of arrays (topic, bname, TopicQueueMappingInfo JSON)
     ARGV[9] topics whose queue data of this group goes, as a JSON array of topics
+    ARGV[10] "1" = the group had no queue data when the registration began (the head's fresh):
+             rows are written without reading them first
   Output:
     {"ok", changed}   changed "1" when a table changed
     {"stale"}         the registration was superseded; nothing written
@@ -29,7 +31,8 @@ if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
     or rcall('EXISTS', k_group(name)) == 0 then
   return {'stale'}
 end
-write_queues(name, cjson.decode(ARGV[7]), cjson.decode(ARGV[8]), ARGV[5] == '1', ARGV[6] == '1')
+write_queues(name, cjson.decode(ARGV[7]), cjson.decode(ARGV[8]), ARGV[5] == '1', ARGV[6] == '1',
+  ARGV[10] == '1')
 local btkey = k_broker_topics(name)
 for _, topic in ipairs(cjson.decode(ARGV[9])) do
   if rcall('SISMEMBER', btkey, topic) == 1 then drop_queue(topic, name) end

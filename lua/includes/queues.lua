@@ -11,9 +11,11 @@
 -- Write `topics` ({{topic, readQueueNums, writeQueueNums, perm, topicSysFlag}, ...}) as group
 -- `name`'s queue data: every topic when `force` (a first registration or a changed
 -- DataVersion: Java's isTopicConfigChanged), else only those missing their row. `clear_write`
--- drops the write perm (a prime slave of an acting-master group). Then the static-topic
--- `mappings` ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed.
-local function write_queues(name, topics, mappings, force, clear_write)
+-- drops the write perm (a prime slave of an acting-master group). `fresh`: the group had no
+-- queue data when the registration began, so every row is new and none is read first (a first
+-- registration costs one HSET and one SADD per topic). Then the static-topic `mappings`
+-- ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed.
+local function write_queues(name, topics, mappings, force, clear_write, fresh)
   local added = {}
   for _, e in ipairs(topics) do
     local topic = e[1]
@@ -22,11 +24,13 @@ local function write_queues(name, topics, mappings, force, clear_write)
       local perm = e[4]
       if clear_write and writeable(perm) then perm = perm - 2 end
       local rq, wq, p, flag = tostring(e[2]), tostring(e[3]), tostring(perm), tostring(e[5])
-      local cur = rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
+      local cur = fresh and {} or
+        rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
       if cur[1] ~= rq or cur[2] ~= wq or cur[3] ~= p or cur[4] ~= flag then
         rcall('HSET', qk, 'topic', topic, 'brokerName', name, 'readQueueNums', rq,
           'writeQueueNums', wq, 'perm', p, 'topicSysFlag', flag)
-        -- A row only exists with its indexes, so only a new row needs them.
+        -- A row only exists with its indexes, so only a new row needs them (SADD is idempotent
+        -- should a fresh group's row have been written meanwhile by REGISTER_TOPIC).
         if not cur[1] then
           rcall('SADD', k_topic(topic), name)
           added[#added + 1] = topic

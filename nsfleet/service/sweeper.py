@@ -1,8 +1,10 @@
 """The expiry sweep, run by APScheduler every ``sweep_interval`` seconds in every worker.
 
 sweep.lua re-reads the deadline set inside each call, so any number of workers may sweep at once;
-with nothing due a call costs one ZCOUNT (and one SMEMBERS of the pending cleanups). Batches keep each script call short (Redis runs one script
-at a time), and one sweep stops after ``max_batches`` so a backlog cannot hog the worker.
+with nothing due a call costs one ZCOUNT (and the run one SMEMBERS of the pending cleanups).
+Batches keep each script call short (Redis runs one script at a time), and one sweep stops after
+``max_batches`` so a backlog cannot hog the worker. Each run also finishes the chunked removal
+of any group a worker left half-drained when it died (RouteStore.drain_cleanups).
 """
 
 from __future__ import annotations
