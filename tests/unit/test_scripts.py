@@ -241,7 +241,7 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("unregister_broker", "ok")] == ["ok", "0", "0"]
     assert seen[("register_broker", "chunk")] == ["chunk"]
     assert seen[("register_broker", "drain")] == ["drain"]
-    assert seen[("register_broker", "head")][2:] == ["1", "0", "1", "1"]
+    assert seen[("register_broker", "head")][2:] == ["1", "0", "1", "1", "1"]
     assert seen[("register_topics", "ok")] == ["ok", "0"]  # the same rows: nothing changed
     assert seen[("drain_cleanup", "ok")] == ["ok", 2, 1]
     assert seen[("heartbeat", "unknown")] == ["unknown", "0", "", "", ""]
