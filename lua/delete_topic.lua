@@ -16,14 +16,17 @@
 --- @include "changes"
 --- @include "cascade"
 
-local topic, cluster = ARGV[1], ARGV[2]
-local names
+local topic, cluster, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local names, left
 if cluster == '' then
-  names = rcall('SMEMBERS', k_topic(topic))
+  -- O(limit), not O(groups serving the topic): a call never reads more than it removes.
+  names = rcall('SRANDMEMBER', k_topic(topic), limit)
+  left = rcall('SCARD', k_topic(topic)) - #names
 else
   names = rcall('SINTER', k_topic(topic), k_cluster(cluster))
+  left = math.max(#names - limit, 0)
 end
-local count = math.min(#names, tonumber(ARGV[3]))
+local count = math.min(#names, limit)
 for i = 1, count do drop_queue(topic, names[i]) end
 publish_changes()
-return {'ok', count, #names - count}
+return {'ok', count, left}

@@ -234,9 +234,10 @@ class RouteStore:
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
         # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
         # in one call when it is small, else in chunks (``_register_in_chunks``).
-        mode = "probe" if len(rows) >= self.probe_min_topics else "full"
+        chunked = len(rows) + len(mappings) > self.chunk_rows
+        mode = "probe" if chunked or len(rows) >= self.probe_min_topics else "full"
         for _ in range(5):  # "drain" answers are followed by a drain, then a retry
-            if mode == "full" and len(rows) + len(mappings) > self.chunk_rows:
+            if mode == "full" and chunked:
                 mode = "head"
             status, rest = await self._call("register_broker", args(mode), keys)
             if status == "drain":
