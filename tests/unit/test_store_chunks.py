@@ -37,21 +37,15 @@ async def store(any_redis: aioredis.Redis) -> RouteStore:
 
 
 def record(store: RouteStore) -> list[str]:
-    """Names of the script calls the store makes from now on (pipelined ones included)."""
+    """Names of the script calls the store makes from now on."""
     seen: list[str] = []
-    call, many = store._call, store._call_many
+    call = store._call
 
     async def recording_call(name: str, args: Any = (), keys: Any = ()) -> Any:
         seen.append(name)
         return await call(name, args, keys)
 
-    async def recording_many(name: str, calls: Any) -> Any:
-        if len(calls) > 1:  # a single call goes through _call
-            seen.extend([name] * len(calls))
-        return await many(name, calls)
-
     store._call = recording_call  # type: ignore[method-assign]
-    store._call_many = recording_many  # type: ignore[method-assign]
     return seen
 
 
