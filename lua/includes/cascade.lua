@@ -16,12 +16,15 @@
   set is renamed to P:idx:cleanup:<name> and the name added to P:idx:cleanups, a durable record
   that RouteStore.drain_cleanups empties in bounded calls (the caller at once, the sweep after a
   crash). The group row is gone at once, so routes already leave those rows out (route.lua needs
-  the group row), and a registration of that brokerName waits until the drain is done.
+  the group row), and a registration of that brokerName waits until the drain is done. Clearing
+  a reduced group's write perm past the budget is likewise left to clear_write_perm.lua
+  (P:idx:perm-clears).
   Cost: O(min(topics of the group, budget) + clusters).
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
 local drop_budget = 0
-local cleanup_started = false  -- this call left a group's queue data to drain_cleanup.lua
+-- This call left work to drain_cleanup.lua or clear_write_perm.lua (RouteStore.drain_cleanups).
+local cleanup_started = false
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   rcall('SREM', k_topic(topic), name)
@@ -37,14 +40,27 @@ local function drop_queue(topic, name)
   touch_topic(topic)
 end
 
+local function clear_topic_write_perm(topic, name)
+  local qk = k_queue(topic, name)
+  local perm = tonumber(rcall('HGET', qk, 'perm'))
+  if perm and writeable(perm) then
+    rcall('HSET', qk, 'perm', perm - 2)
+    touch_topic(topic)
+  end
+end
+
+-- A group too big for the budget is recorded in P:idx:perm-clears (brokerName -> SSCAN cursor)
+-- and cleared by clear_write_perm.lua in chunks; routes already show its queue data without the
+-- write perm meanwhile (route.lua).
 local function clear_write_perm(name)
-  for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
-    local qk = k_queue(topic, name)
-    local perm = tonumber(rcall('HGET', qk, 'perm'))
-    if perm and writeable(perm) then
-      rcall('HSET', qk, 'perm', perm - 2)
-      touch_topic(topic)
-    end
+  local btkey = k_broker_topics(name)
+  local count = rcall('SCARD', btkey)
+  if count <= drop_budget then
+    drop_budget = drop_budget - count
+    for _, topic in ipairs(rcall('SMEMBERS', btkey)) do clear_topic_write_perm(topic, name) end
+  else
+    rcall('HSET', k_perm_clears(), name, '0')
+    cleanup_started = true
   end
 end
 

@@ -37,6 +37,8 @@ Indexes (never under a row-table prefix)::
   P:idx:cleanups                 set    brokerNames of removed groups whose queue data is
                                         still being removed in chunks (drain_cleanup.lua)
   P:idx:cleanup:<name>           set    the topics of such a group still to remove
+  P:idx:perm-clears              hash   brokerName -> SSCAN cursor: acting-master groups whose
+                                        write perm is still being cleared in chunks
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
   P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
@@ -146,6 +148,10 @@ class Keys:
 
     def cleanup(self, broker_name: str) -> str:
         return f"{self.prefix}:idx:cleanup:{broker_name}"
+
+    @property
+    def perm_clears(self) -> str:
+        return f"{self.prefix}:idx:perm-clears"
 
     @property
     def seq(self) -> str:

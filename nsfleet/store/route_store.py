@@ -57,6 +57,7 @@ SCRIPT_STATUSES: dict[str, frozenset[str]] = {
     "register_topics": frozenset({"ok", "stale"}),
     "register_commit": frozenset({"ok"}),
     "drain_cleanup": frozenset({"ok"}),
+    "clear_write_perm": frozenset({"ok"}),
     "unregister_broker": frozenset({"ok", "kept"}),
     "heartbeat": frozenset({"ok", "unknown"}),
     "sweep": frozenset({"ok", "held"}),
@@ -221,7 +222,7 @@ class RouteStore:
                 mode = "head"
             status, rest = await self._call("register_broker", args(mode), keys)
             if status == "drain":
-                await self.drain_cleanups([reg.name])
+                await self.drain_cleanups()
                 continue
             if status == "full" or status == "chunk":
                 mode = "head" if status == "chunk" else "full"
@@ -281,19 +282,28 @@ class RouteStore:
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 
-    async def drain_cleanups(self, names: Iterable[str] | None = None) -> int:
-        """Remove the queue data of removed groups left in P:idx:cleanups (all of them, or those
-        of ``names``), ``chunk_rows`` rows per call; returns how many rows were removed. The
-        sweep calls it too, so the work of a worker that died half-way is finished."""
-        if names is None:
-            names = sorted(await self.redis.smembers(self.keys.cleanups))
-        removed = 0
-        for name in names:
+    async def drain_cleanups(self) -> int:
+        """Finish what cascades left to do in chunks: delete the queue rows of removed groups
+        (P:idx:cleanups) and clear the write perm of acting-master groups that lost their master
+        (P:idx:perm-clears). ``chunk_rows`` rows per call; returns how many rows were deleted or
+        changed. The sweep calls it too, so the work of a worker that died half-way is
+        finished."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.smembers(self.keys.cleanups)
+        pipe.hkeys(self.keys.perm_clears)
+        cleanups, perm_clears = await pipe.execute()
+        done = 0
+        for name in sorted(cleanups):
             left = 1
             while left:
                 _, (count, left) = await self._call("drain_cleanup", [name, self.chunk_rows])
-                removed += int(count)
-        return removed
+                done += int(count)
+        for name in sorted(perm_clears):
+            more = "1"
+            while more == "1":
+                _, (count, more) = await self._call("clear_write_perm", [name, self.chunk_rows])
+                done += int(count)
+        return done
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
                                 closed_connection: str | None = None) -> int:
@@ -308,7 +318,7 @@ class RouteStore:
         if status == "kept":
             return -1
         if rest[1] == "1":
-            await self.drain_cleanups([name])
+            await self.drain_cleanups()
         return 1 if rest[0] == "1" else 0
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:

@@ -67,7 +67,7 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         elif kind == "rev" and rest.startswith("topic:"):
             rows["rev:topic"][rest[len("topic:"):]] = value
         elif key in ("idx:clusters", "idx:topics", "idx:deadlines", "idx:kvns", "seq", "rev",
-                     "config", "idx:cleanups"):
+                     "config", "idx:cleanups", "idx:perm-clears"):
             rows[key][None] = value
         else:
             problems.append(f"unknown key {full}")

@@ -194,7 +194,7 @@ async def test_a_big_group_unregistered_drains_in_chunks(
     await store.register_broker(MASTER)
     seen = record(store)
     assert await store.unregister_broker("c1", MASTER.addr, "g") == 1
-    assert seen == ["unregister_broker"] + ["drain_cleanup"] * 7
+    assert seen == ["unregister_broker"] + ["drain_cleanup"] * 7  # ceil(20 / 3)
     assert await store.all_topics() == []
     assert await any_redis.exists(store.keys.cleanups, store.keys.cleanup("g")) == 0
     assert await orphans(any_redis, store.keys) == []
@@ -281,3 +281,47 @@ async def test_concurrent_chunked_registrations_of_two_groups(
     read = await store.pickup_route("T19")
     assert read is not None and sorted(q.broker_name for q in read.route.queue_datas) == ["g", "h"]
     assert await orphans(any_redis, store.keys) == []
+
+
+ACTING = replace(MASTER, enable_acting_master=True)
+ACTING_SLAVE = replace(ACTING, broker_id=1, addr="10.0.0.2:10911")
+
+
+async def stored_perms(store: RouteStore) -> set[int]:
+    return {int(await store.redis.hget(store.keys.queue(t.topic_name, "g"), "perm"))
+            for t in TOPICS}
+
+
+async def test_an_acting_master_group_losing_its_master_loses_write_perm_in_chunks(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(ACTING)
+    await store.register_broker(ACTING_SLAVE)
+    seen = record(store)
+    assert await store.unregister_broker("c1", ACTING.addr, "g") == 0
+    assert seen.count("clear_write_perm") >= 2
+    assert await stored_perms(store) == {4}
+    assert await any_redis.exists(store.keys.perm_clears) == 0
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_an_interrupted_write_perm_clearing(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """The worker died before clearing: routes already show no write perm, the sweep's drain
+    clears the stored rows; a master back first rewrites them and the record is dropped."""
+    await store.register_broker(ACTING)
+    await store.register_broker(ACTING_SLAVE)
+    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    assert await any_redis.hexists(store.keys.perm_clears, "g")
+    read = await store.pickup_route("T0")
+    assert read is not None and read.route.queue_datas[0].perm == 4
+    assert await orphans(any_redis, store.keys) == []
+    assert await store.drain_cleanups() == len(TOPICS)
+    assert await stored_perms(store) == {4}
+
+    await store.register_broker(ACTING)
+    assert await stored_perms(store) == {6}
+    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    await store.register_broker(ACTING)  # the master is back before any drain
+    assert await store.drain_cleanups() == 0
+    assert await stored_perms(store) == {6}
+    assert await any_redis.exists(store.keys.perm_clears) == 0
