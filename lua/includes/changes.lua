@@ -22,14 +22,18 @@ local function touch_all() changed_all = true end
 -- ORDER_TOPIC_CONFIG): bump the counter only.
 local function touch_none() changed_any = true end
 
--- Every topic of group `name` may have changed. A big group is announced as "any route may have
--- changed" instead of topic by topic, so the cost stays O(1) whatever its size (one refill per
--- hot topic in every worker's cache, against tens of thousands of rev writes).
-local TOUCH_GROUP_MAX = 500
+-- Every topic of group `name` may have changed. Past 500 topics in one call (one big group, or
+-- many groups in one sweep) they are announced as "any route may have changed" instead of topic
+-- by topic, so the cost stays bounded whatever the sizes (one refill per hot topic in every
+-- worker's cache, against tens of thousands of rev writes).
+local touch_group_budget = 500
 local function touch_group(name)
-  if rcall('SCARD', k_broker_topics(name)) > TOUCH_GROUP_MAX then
+  if changed_all then return end
+  local count = rcall('SCARD', k_broker_topics(name))
+  if count > touch_group_budget then
     changed_all = true
   else
+    touch_group_budget = touch_group_budget - count
     touch_topics(rcall('SMEMBERS', k_broker_topics(name)))
   end
 end

@@ -480,15 +480,20 @@ class RouteStore:
         _, (written,) = await self._call("register_topic", args)
         return int(written)
 
-    async def wipe_write_perm(self, name: str) -> int:
+    async def _write_perm(self, name: str, op: str) -> int:
+        """A group's write perm, ``chunk_rows`` topics per call; Java's count (the first call's:
+        the topics the group had when the operation began)."""
         validation.name(name, "brokerName")
-        _, (count,) = await self._call("write_perm", [name, "wipe"])
+        _, (count, cursor) = await self._call("write_perm", [name, op, "0", self.chunk_rows])
+        while cursor != "0":
+            _, (_, cursor) = await self._call("write_perm", [name, op, cursor, self.chunk_rows])
         return int(count)
 
+    async def wipe_write_perm(self, name: str) -> int:
+        return await self._write_perm(name, "wipe")
+
     async def add_write_perm(self, name: str) -> int:
-        validation.name(name, "brokerName")
-        _, (count,) = await self._call("write_perm", [name, "add"])
-        return int(count)
+        return await self._write_perm(name, "add")
 
     # --- KV config -----------------------------------------------------------------------------
 

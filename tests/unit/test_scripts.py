@@ -258,7 +258,7 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("kv_delete", "ok")] == ["ok", "1"]
     assert seen[("register_topic", "ok")] == ["ok", 0]
     assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
-    assert seen[("write_perm", "ok")] == ["ok", 2]
+    assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
     ok_route = seen[("route", "ok")]
     assert ok_route[0] == "ok" and ok_route[2] == "" and isinstance(ok_route[3], int)
     assert ok_route[4] == []  # no static-topic mappings

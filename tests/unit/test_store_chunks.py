@@ -325,3 +325,36 @@ async def test_an_interrupted_write_perm_clearing(
     assert await store.drain_cleanups() == 0
     assert await stored_perms(store) == {6}
     assert await any_redis.exists(store.keys.perm_clears) == 0
+
+
+async def test_wipe_and_add_write_perm_in_chunks(store: RouteStore) -> None:
+    await store.register_broker(MASTER)
+    seen = record(store)
+    assert await store.wipe_write_perm("g") == len(TOPICS)
+    assert len(seen) > 1
+    assert await stored_perms(store) == {4}
+    assert await store.add_write_perm("g") == len(TOPICS)
+    assert await stored_perms(store) == {6}
+
+
+async def test_many_groups_touched_in_one_call_are_announced_as_any_route(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """A sweep expiring slaves of several groups touches at most 500 topics by name."""
+    for g in range(3):
+        topics = [TopicConfig(f"G{g}-{i}", 8, 8, 6) for i in range(200)]
+        master = BrokerRegistration("c1", f"10.0.{g}.1:1", f"grp{g}", 0,
+                                    data_version=DataVersion(1, 1), topic_configs=topics)
+        await store.register_broker(master)
+        await store.register_broker(replace(master, broker_id=1, addr=f"10.0.{g}.2:1",
+                                            heartbeat_timeout_millis=1))
+        await store.heartbeat("c1", master.addr)
+    pubsub = any_redis.pubsub()
+    await pubsub.subscribe(store.keys.changes)
+    await pubsub.get_message(timeout=1)
+    seconds, _ = await any_redis.time()
+    result = await store.sweep(now_ms=seconds * 1000 + 10_000)
+    assert sorted(r[2] for r in result.removed) == ["grp0", "grp1", "grp2"]
+    msg = await pubsub.get_message(timeout=1)
+    await pubsub.aclose()
+    assert msg is not None and msg["data"].endswith(" *")
+    assert await orphans(any_redis, store.keys) == []
