@@ -161,13 +161,18 @@ class RouteStore:
                 self.on_script(name, time.perf_counter() - started)
         return _reply(name, result)
 
-    async def _call_many(self, name: str,
-                         calls: Sequence[Sequence[Any]]) -> list[tuple[str, list[Any]]]:
-        """Run a script once per argument list, one call per round trip. Not pipelined: Redis
-        runs every complete command a client has sent before it serves the next client, so a
-        pipeline of chunks would block other clients for the whole pipeline (measured: ~0.5 s
-        for a 60,000-topic registration), not for one chunk."""
-        return [await self._call(name, args) for args in calls]
+    async def _call_many(self, name: str, calls: Sequence[Sequence[Any]], *,
+                         stop_on: str | None = None) -> list[tuple[str, list[Any]]]:
+        """Run a script once per argument list, one call per round trip, until a call answers
+        ``stop_on``. Not pipelined: Redis runs every complete command a client has sent before
+        it serves the next client, so a pipeline of chunks would block other clients for the
+        whole pipeline (measured: ~0.5 s for a 60,000-topic registration), not for one chunk."""
+        replies = []
+        for args in calls:
+            replies.append(await self._call(name, args))
+            if replies[-1][0] == stop_on:
+                break
+        return replies
 
     # --- brokers -------------------------------------------------------------------------------
 
@@ -263,7 +268,8 @@ class RouteStore:
             n = self.chunk_rows
             calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
             calls += [[*base, "[]", text, "[]", fresh] for text in mapping_chunks]
-            for status, rest in await self._call_many("register_topics", calls):
+            # A "stale" chunk: a newer registration of the broker, or its removal, took over.
+            for status, rest in await self._call_many("register_topics", calls, stop_on="stale"):
                 stale = stale or status == "stale"
                 changed = changed or (status == "ok" and rest[0] == "1")
             if delete_absent and not stale:
@@ -273,9 +279,9 @@ class RouteStore:
                 absent = sorted(set(absent))  # SSCAN may return a member twice
                 calls = [[*base, "[]", "[]", _json(absent[i:i + n]), "0"]
                          for i in range(0, len(absent), n)]
-                if calls:
-                    for status, rest in await self._call_many("register_topics", calls):
-                        changed = changed or (status == "ok" and rest[0] == "1")
+                for status, rest in await self._call_many("register_topics", calls,
+                                                          stop_on="stale"):
+                    changed = changed or (status == "ok" and rest[0] == "1")
         _, rest = await self._call(
             "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
                                 _flag(return_order_conf)],

@@ -53,8 +53,8 @@ def die_after(store: RouteStore, chunks: int) -> None:
     """The next chunked operation runs ``chunks`` chunk calls, then the worker dies."""
     many = store._call_many
 
-    async def dying(name: str, calls: Any) -> Any:
-        await many(name, calls[:chunks])
+    async def dying(name: str, calls: Any, **kwargs: Any) -> Any:
+        await many(name, calls[:chunks], **kwargs)
         raise Killed
 
     store._call_many = dying  # type: ignore[method-assign]
@@ -165,14 +165,17 @@ async def test_a_chunk_of_a_superseded_registration_writes_nothing(store: RouteS
     await store.register_broker(MASTER)
     many = store._call_many
 
-    async def unregistered_meanwhile(name: str, calls: Any) -> Any:
-        first = await many(name, calls[:1])
+    async def unregistered_meanwhile(name: str, calls: Any, **kwargs: Any) -> Any:
+        first = await many(name, calls[:1], **kwargs)
         other = RouteStore(store.redis, "chunks", chunk_rows=CHUNK)
         await other.unregister_broker("c1", MASTER.addr, "g")
-        return first + await many(name, calls[1:])
+        return first + await many(name, calls[1:], **kwargs)
 
     store._call_many = unregistered_meanwhile  # type: ignore[method-assign]
+    seen = record(store)
     await store.register_broker(CHANGED)
+    # After the first stale chunk no other is sent.
+    assert seen.count("register_topics") == 2
     assert await store.all_topics() == []
     assert await orphans(store.redis, store.keys) == []
 
