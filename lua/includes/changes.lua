@@ -25,10 +25,10 @@ local function touch_none() changed_any = true end
 -- Every topic of group `name` may have changed. Past 500 topics in one call (one big group, or
 -- many groups in one sweep) they are announced as "any route may have changed" instead of topic
 -- by topic, so the cost stays bounded whatever the sizes (one refill per hot topic in every
--- worker's cache, against tens of thousands of rev writes).
+-- worker's cache, against tens of thousands of rev writes); those topics' revs do not move, and
+-- their ETags change with their bodies (the ETag is the rev plus a digest of the body).
 local touch_group_budget = 500
 local function touch_group(name)
-  if changed_all then return end
   local count = rcall('SCARD', k_broker_topics(name))
   if count > touch_group_budget then
     changed_all = true
