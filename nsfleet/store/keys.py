@@ -23,7 +23,8 @@ Indexes (never under a row-table prefix)::
   P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
   P:idx:deadlines                zset   "<cluster>\\t<addr>" by deadline (epoch ms)
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
-                                        TTL, so the sweep can cascade and fence after expiry
+                                        TTL, so the sweep can cascade and fence after expiry;
+                                        "pending" while a chunked registration has not committed
   P:idx:filters:<cluster>:<addr> list   filter server addresses
   P:idx:member-clusters:<name>   hash   brokerAddr -> the cluster it registered under (a group's
                                         members may register under different cluster names)
