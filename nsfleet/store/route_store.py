@@ -7,6 +7,7 @@ redis-py's errors leave it as the domain's StoreUnavailable / StoreFailed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -44,6 +45,7 @@ PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second 
 # 250 rows keep every call of a big registration or cascade under ~5 ms of Redis time (more
 # on a loaded machine; bench/script_time.py), so no other client waits longer than that.
 CHUNK_ROWS = 250
+CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
 
 
 class ScriptReplyError(RuntimeError):
@@ -163,16 +165,27 @@ class RouteStore:
 
     async def _call_many(self, name: str, calls: Sequence[Sequence[Any]], *,
                          stop_on: str | None = None) -> list[tuple[str, list[Any]]]:
-        """Run a script once per argument list, one call per round trip, until a call answers
-        ``stop_on``. Not pipelined: Redis runs every complete command a client has sent before
-        it serves the next client, so a pipeline of chunks would block other clients for the
-        whole pipeline (measured: ~0.5 s for a 60,000-topic registration), not for one chunk."""
-        replies = []
-        for args in calls:
-            replies.append(await self._call(name, args))
-            if replies[-1][0] == stop_on:
-                break
-        return replies
+        """Run a script once per argument list (calls independent of each other), at most
+        CALLS_IN_FLIGHT at a time, each on its own connection, until a call answers
+        ``stop_on``; the replies of the calls made, in order. Not one pipeline: Redis runs every
+        complete command a client has sent before it serves the next client, so a pipeline of
+        chunks would block other clients for all of it (measured: ~0.5 s for a 60,000-topic
+        registration); two in flight hide the round trips and hold others up for two chunks at
+        most."""
+        replies: dict[int, tuple[str, list[Any]]] = {}
+        pending = iter(enumerate(calls))
+        stopped = False
+
+        async def worker() -> None:
+            nonlocal stopped
+            for i, args in pending:
+                if stopped:
+                    return
+                replies[i] = await self._call(name, args)
+                stopped = stopped or replies[i][0] == stop_on
+
+        await asyncio.gather(*(worker() for _ in range(min(CALLS_IN_FLIGHT, len(calls)))))
+        return [replies[i] for i in sorted(replies)]
 
     # --- brokers -------------------------------------------------------------------------------
 
