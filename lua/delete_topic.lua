@@ -6,21 +6,27 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] topic
     ARGV[2] clusterName, or "" for the whole topic
+    ARGV[3] the most queue rows to remove in this call (a topic served by more groups is
+            deleted in several calls, each group's row whole)
   Output:
-    {"ok", removed}
-      removed  number of queue data rows removed
+    {"ok", removed, left}
+      removed  number of queue data rows removed; left: rows still to remove
 ]]
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 
-local topic, cluster = ARGV[1], ARGV[2]
-local names
+local topic, cluster, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local names, left
 if cluster == '' then
-  names = rcall('SMEMBERS', k_topic(topic))
+  -- O(limit), not O(groups serving the topic): a call never reads more than it removes.
+  names = rcall('SRANDMEMBER', k_topic(topic), limit)
+  left = rcall('SCARD', k_topic(topic)) - #names
 else
   names = rcall('SINTER', k_topic(topic), k_cluster(cluster))
+  left = math.max(#names - limit, 0)
 end
-for _, name in ipairs(names) do drop_queue(topic, name) end
+local count = math.min(#names, limit)
+for i = 1, count do drop_queue(topic, names[i]) end
 publish_changes()
-return {'ok', #names}
+return {'ok', count, left}

@@ -12,7 +12,8 @@
     {"ok", changed, counter, timestamp, stateVersion}   the broker is live (or past its deadline
                                                         and not yet swept) and was refreshed
     {"unknown", changed, "", "", ""}                    the broker is not live; nothing written
-      changed  "1" when the stored DataVersion is missing or differs from ARGV[4..6], else "0"
+      changed  "1" when the stored DataVersion is missing or differs from ARGV[4..6], or a
+               registration in chunks has not committed (lua/register_commit.lua), else "0"
                (always "0" without ARGV[3])
       counter, timestamp, stateVersion: the stored DataVersion
 ]]
@@ -37,7 +38,7 @@ if not row[1] then
     'brokerId', r[2], 'haServerAddr', r[3], 'zoneName', r[4], 'heartbeatTimeoutMillis', r[5],
     'dataVersionCounter', r[6], 'dataVersionTimestamp', r[7], 'stateVersion', r[8])
   row = {r[5], r[6], r[7], r[8]}
-  touch_topics(rcall('SMEMBERS', k_broker_topics(r[1])))
+  touch_group(r[1])
   touch_none()
 end
 local now = now_ms()
@@ -46,7 +47,10 @@ rcall('HSET', bkey, 'lastUpdateTimestamp', fmt(now))
 rcall('PEXPIREAT', bkey, fmt(deadline))
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
 local changed = '0'
-if ARGV[3] == '1' and (row[2] ~= ARGV[4] or row[3] ~= ARGV[5] or row[4] ~= ARGV[6]) then
+-- A registration in chunks that has not committed counts as changed: the broker registers
+-- again and so completes it.
+if ARGV[3] == '1' and (row[2] ~= ARGV[4] or row[3] ~= ARGV[5] or row[4] ~= ARGV[6]
+    or rcall('HEXISTS', k_reg(cluster, addr), 'pending') == 1) then
   changed = '1'
 end
 publish_changes()

@@ -13,20 +13,32 @@
     ARGV[8] enableActingMaster: "true" | "false" | "" (absent: an old-version broker)
     ARGV[9] dataVersion counter   ARGV[10] dataVersion timestamp   ARGV[11] stateVersion
     ARGV[12] number of filter servers F, or -1 when the broker sent no list (keep the stored one)
-    ARGV[13] number of topics T
+    ARGV[13] number of topics T in ARGV[22+F] (read by SLOWLOG and MONITOR readers only)
     ARGV[14] "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent from the table)
     ARGV[15] "1" = return the ORDER_TOPIC_CONFIG KV table
     ARGV[16] how many topics the broker's table held as sent (the single-topic guard counts
              those; topics nsfleet could not store are not among the T below)
     ARGV[17] the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
-    ARGV[18] number of static-topic mappings M
+    ARGV[18] number of static-topic mappings M in ARGV[23+F] (likewise)
     ARGV[19] digest of the topic table, mappings and deleteTopicWithBrokerRegistration as sent
-    ARGV[20] "full", or "probe": T and M are 0 and the topics are not sent; the registration is
+    ARGV[20] "full": the whole registration in this call;
+             "probe": T and M are 0 and the topics are not sent; the registration is
              applied only if it needs no per-topic work (see "The unchanged re-registration"
-             below), else the script answers {"full"} having written nothing
-    ARGV[21 .. 20+F] filter server addresses
-    then T groups of 5: topic, readQueueNums, writeQueueNums, perm, topicSysFlag
-    then M groups of 3: topic, brokerName of the mapping (bname), TopicQueueMappingInfo JSON
+             below), else the script answers {"full"} having written nothing;
+             "head": the first call of a registration too big for one call (docs/architecture.md,
+             "Bounded script time"): everything but the queue data, which register_topics.lua
+             then writes in chunks before register_commit.lua records the table's digest; until
+             then the registration record carries "pending", so an interrupted registration is
+             redone in full by the next one
+    ARGV[21] the most queue rows one call may write or remove (L): a fenced newcomer's group
+             cascade stops there (includes/cascade.lua); a "full" call whose
+             deleteTopicWithBrokerRegistration may remove more answers {"chunk"} having written
+             nothing
+    ARGV[22 .. 21+F] filter server addresses
+    ARGV[22+F] the T topics, a JSON array of arrays (topic, readQueueNums, writeQueueNums, perm,
+               topicSysFlag)
+    ARGV[23+F] the M static-topic mappings, a JSON array of arrays (topic, bname,
+               TopicQueueMappingInfo JSON)
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, changed, kvFlag, k1, v1, k2, v2, ...}
       changed "1" when the registration changed the tables (a new broker, topic or value)
@@ -37,21 +49,35 @@
     {"rejected"} single-topic registration from an id the group does not know (step 7, the
                  single-topic guard of RouteInfoManager.registerBroker); nothing is written
     {"full"}     (probe) the registration needs its topics: send it again with them
+    {"chunk"}    (full) deleteTopicWithBrokerRegistration may remove more than L rows: register
+                 in chunks ("head") instead; nothing is written
+    {"head", generation, force, clearWrite, writer, changed, fresh}   (head) written but the
+                 queue data: force "1" = write every topic (Java's isTopicConfigChanged for all
+                 of them), clearWrite "1" = without the write perm, writer "1" = this broker
+                 writes its group's queue data at all, fresh "1" = the group has no queue data
+                 yet
+    {"drain"}    the brokerName's previous group is still being removed (P:idx:cleanups): drain
+                 it first; nothing is written
 ]]
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
+--- @include "queues"
+--- @include "register_reply"
 
 local cluster, addr, name, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
 local dv_counter, dv_ts, dv_state = ARGV[9], ARGV[10], ARGV[11]
-local nfilters, ntopics = tonumber(ARGV[12]), tonumber(ARGV[13])
+local nfilters = tonumber(ARGV[12])
 local delete_absent, want_kv = ARGV[14] == '1', ARGV[15] == '1'
-local topics_sent, conn, nmappings = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
-local digest, probe = ARGV[19], ARGV[20] == 'probe'
-local filters_at = 21
-local topics_at = filters_at + math.max(nfilters, 0)
-local mappings_at = topics_at + ntopics * 5
+local topics_sent, conn = tonumber(ARGV[16]), ARGV[17]
+local digest, mode = ARGV[19], ARGV[20]
+local probe, head = mode == 'probe', mode == 'head'
+drop_budget = tonumber(ARGV[21])
+local filters_at = 22
+local table_at = filters_at + math.max(nfilters, 0)
+
+if rcall('SISMEMBER', k_cleanups(), name) == 1 then return {'drain'} end
 
 local gkey, mkey = k_group(name), k_members(name)
 local members = {}
@@ -91,20 +117,28 @@ local function writer_flag(ids)
 end
 
 local bkey = k_broker(cluster, addr)
+local rkey = k_reg(cluster, addr)
+-- A registration in chunks that has not committed: whatever the DataVersion says, its table may
+-- be half written.
+local pending = rcall('HEXISTS', rkey, 'pending') == 1
 local unchanged = false
 if old_addr == addr and rcall('EXISTS', bkey) == 1 then
-  local r = rcall('HMGET', k_reg(cluster, addr), 'brokerName', 'tableDigest', 'topicsEpoch',
+  local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
     'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer')
   local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
   local acting_now = (acting_arg == 'true') and 'true' or 'false'
   unchanged = r[1] == name and r[2] == digest and r[3] == (g[1] or '0') and r[4] == dv_counter
     and r[5] == dv_ts and r[6] == dv_state and g[2] == acting_now and (g[3] or '') == zone
-    and r[7] == writer_flag(members)
+    and r[7] == writer_flag(members) and not pending
   for mid, maddr in pairs(members) do
     if maddr == addr and mid ~= id then unchanged = false end
   end
 end
 if probe and not unchanged then return {'full'} end
+if mode == 'full' and delete_absent and not unchanged
+    and rcall('SCARD', k_broker_topics(name)) > drop_budget then
+  return {'chunk'}
+end
 
 -- Steps 1-3: cluster set, group row (brokerName is global), acting master and zone.
 rcall('SADD', k_clusters(), cluster)
@@ -119,7 +153,7 @@ end
 if meta[1] ~= acting or (meta[2] or '') ~= zone then
   rcall('HSET', gkey, 'enableActingMaster', acting, 'zoneName', zone)
   touch_none()  -- the cluster tables changed, even for a group without topics
-  for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
+  touch_group(name)
 end
 
 -- Step 5, slave <-> master switch: one address appears once per group.
@@ -153,52 +187,24 @@ end
 -- Step 10: queue data. isTopicConfigChanged = stored DataVersion missing or different, or the
 -- topic lacks this group's queue data.
 local was_live = rcall('EXISTS', bkey) == 1
-if (is_master or is_prime_slave) and not unchanged then
-  local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
-  local dv_changed = stored[1] ~= dv_counter or stored[2] ~= dv_ts or stored[3] ~= dv_state
-  local clear_write = is_prime_slave and acting == 'true'
-  local incoming = {}
-  for i = 0, ntopics - 1 do
-    local at = topics_at + i * 5
-    local topic = ARGV[at]
-    incoming[topic] = true
-    local qk = k_queue(topic, name)
-    if register_first or dv_changed or rcall('EXISTS', qk) == 0 then
-      local perm = tonumber(ARGV[at + 3])
-      if clear_write and writeable(perm) then perm = perm - 2 end
-      local cur = rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
-      if cur[1] ~= ARGV[at + 1] or cur[2] ~= ARGV[at + 2] or cur[3] ~= tostring(perm)
-          or cur[4] ~= ARGV[at + 4] then
-        rcall('HSET', qk, 'topic', topic, 'brokerName', name, 'readQueueNums', ARGV[at + 1],
-          'writeQueueNums', ARGV[at + 2], 'perm', perm, 'topicSysFlag', ARGV[at + 4])
-        rcall('SADD', k_topic(topic), name)
-        rcall('SADD', k_topics(), topic)
-        if rcall('SADD', k_broker_topics(name), topic) == 1 then
-          rcall('HINCRBY', gkey, 'topicsEpoch', 1)
-        end
-        touch_topic(topic)
-      end
-    end
-  end
+local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion')
+local force = register_first or pending or stored[1] ~= dv_counter or stored[2] ~= dv_ts
+  or stored[3] ~= dv_state
+local clear_write = is_prime_slave and acting == 'true'
+local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
+if (is_master or is_prime_slave) and not unchanged and not head then
+  local topics = cjson.decode(ARGV[table_at])
+  write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write, fresh)
   if delete_absent then
+    local incoming = {}
+    for _, e in ipairs(topics) do incoming[e[1]] = true end
     for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
       if not incoming[topic] then drop_queue(topic, name) end
     end
   end
-  -- Static topics: topicQueueMappingInfoTable[topic][bname] = the mapping, as sent.
-  for i = 0, nmappings - 1 do
-    local at = mappings_at + i * 3
-    local mkey_t = k_mappings(ARGV[at])
-    if rcall('HGET', mkey_t, ARGV[at + 1]) ~= ARGV[at + 2] then
-      rcall('HSET', mkey_t, ARGV[at + 1], ARGV[at + 2])
-      touch_topic(ARGV[at])
-    end
-  end
 end
 if members_changed then touch_none() end
-if members_changed or not was_live then
-  for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
-end
+if members_changed or not was_live then touch_group(name) end
 
 -- Step 11: the live row (replaced, as Java replaces BrokerLiveInfo), its TTL and deadline.
 local now = now_ms()
@@ -212,11 +218,18 @@ rcall('PEXPIREAT', bkey, fmt(deadline))
 -- The registration record outlives the row's TTL: it names the group for the sweep's cascade and
 -- keeps the row's values, so a heartbeat arriving after the TTL but before the sweep can bring
 -- the row back (Java keeps the broker until scanNotActiveBroker removes it).
-rcall('HSET', k_reg(cluster, addr), 'brokerName', name, 'brokerId', id, 'generation', generation,
+rcall('HSET', rkey, 'brokerName', name, 'brokerId', id, 'generation', generation,
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
   'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
-  'tableDigest', digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0',
+  'tableDigest', head and '' or digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0',
   'writer', (is_master or is_prime_slave) and '1' or '0')
+-- Committed by register_commit.lua once every chunk is written; until then a probe answers
+-- "full" (no digest), a registration rewrites every topic and QUERY_DATA_VERSION says changed.
+if head then
+  rcall('HSET', rkey, 'pending', generation)
+elseif pending then
+  rcall('HDEL', rkey, 'pending')
+end
 rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
 -- Members of one group may register under different cluster names: routes find each member's
 -- live row under its own.
@@ -247,21 +260,12 @@ if nfilters >= 0 then
     if nfilters > 0 then
       rcall('RPUSH', fkey, unpack(ARGV, filters_at, filters_at - 1 + nfilters))
     end
-    for _, t in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do touch_topic(t) end
+    touch_group(name)
   end
 end
 local changed = publish_changes() and '1' or '0'
-
--- Step 13: a slave learns its master's address and HA address.
-local master_addr, master_ha = '', ''
-if not is_master and members['0'] then
-  local mha = rcall('HGET', k_broker(cluster, members['0']), 'haServerAddr')
-  if mha then master_addr, master_ha = members['0'], mha end
+if head then
+  return {'head', generation, force and '1' or '0', clear_write and '1' or '0',
+    (is_master or is_prime_slave) and '1' or '0', changed, fresh and '1' or '0'}
 end
-
-local reply = {'ok', master_addr, master_ha, generation, changed, '0'}
-if want_kv and rcall('SISMEMBER', KEYS[2], 'ORDER_TOPIC_CONFIG') == 1 then
-  reply[6] = '1'
-  for _, v in ipairs(rcall('HGETALL', KEYS[3])) do reply[#reply + 1] = v end
-end
-return reply
+return register_reply(cluster, name, id, generation, changed, want_kv)

@@ -13,10 +13,13 @@
             live and more than this share of them is due, only brokers overdue by more than
             ARGV[4] are removed; the others are held
     ARGV[4] the guard's bound in ms: no broker is held longer than this past its deadline
+    ARGV[5] the most queue rows the cascades of this call remove; past it a removed group's
+            topics are left to drain_cleanup.lua (includes/cascade.lua)
   Output:
-    {"ok", due, live, cluster1, addr1, name1, cluster2, ...}
-    {"held", due, live, cluster1, addr1, name1, ...}   the guard held due brokers
+    {"ok", due, live, cleanup, cluster1, addr1, name1, cluster2, ...}
+    {"held", due, live, cleanup, cluster1, addr1, name1, ...}   the guard held due brokers
       due: brokers due before this call; live: brokers in the deadline set before this call;
+      cleanup "1" when queue data is left for drain_cleanup.lua;
       then one triple per removed broker
 ]]
 --- @include "keys"
@@ -25,14 +28,15 @@
 
 local now = ARGV[1] ~= '' and tonumber(ARGV[1]) or now_ms()
 local batch, share, max_hold = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+drop_budget = tonumber(ARGV[5])
 local live = rcall('ZCARD', k_deadlines())
 local due = rcall('ZCOUNT', k_deadlines(), '-inf', fmt(now))
-if due == 0 then return {'ok', 0, live} end
+if due == 0 then return {'ok', 0, live, '0'} end
 local status, cutoff = 'ok', now
 if share > 0 and live > 4 and due > live * share then
   status, cutoff = 'held', now - max_hold
 end
-local reply = {status, due, live}
+local reply = {status, due, live, '0'}
 local expired = {}
 for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(cutoff),
     'LIMIT', 0, batch)) do
@@ -46,5 +50,6 @@ for _, member in ipairs(rcall('ZRANGEBYSCORE', k_deadlines(), '-inf', fmt(cutoff
   expired[#expired + 1] = member
 end
 publish_changes()
+if cleanup_started then reply[4] = '1' end
 if #expired > 0 then rcall('PUBLISH', k_changes(), '0 @expired:' .. table.concat(expired, '\n')) end
 return reply

@@ -12,8 +12,11 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] clusterName   ARGV[2] brokerAddr   ARGV[3] brokerName
     ARGV[4] "" = unregister unconditionally; else the connection "<worker>:<n>" that closed
+    ARGV[5] the most queue rows the cascade removes in this call; past it the group's topics
+            are left to drain_cleanup.lua (includes/cascade.lua)
   Output:
-    {"ok", "1"|"0"}  removed; "1" when its group went with it
+    {"ok", "1"|"0", cleanup}  removed; "1" when its group went with it; cleanup "1" when queue
+                              data is left for drain_cleanup.lua
     {"kept"}         (a closed connection) the broker is registered over another open
                      connection, or was never registered over this one; nothing else changed
 ]]
@@ -22,6 +25,7 @@
 --- @include "cascade"
 
 local cluster, addr, name, conn = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+drop_budget = tonumber(ARGV[5])
 if conn ~= '' then
   local ckey = k_conns(cluster, addr)
   if rcall('SREM', ckey, conn) == 0 then return {'kept'} end
@@ -33,4 +37,4 @@ if conn ~= '' then
 end
 local removed = remove_broker(cluster, addr, name)
 publish_changes()
-return {'ok', tostring(removed)}
+return {'ok', tostring(removed), cleanup_started and '1' or '0'}

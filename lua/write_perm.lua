@@ -2,26 +2,30 @@
   WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER over one broker group's queue data
   (RouteInfoManager.wipeWritePermOfBrokerByLock / addWritePermOfBrokerByLock).
   Wipe clears PERM_WRITE; add sets the perm to READ|WRITE (6), replacing it, as Java does.
-  O(topics of the group).
+  One page of the group's topics per call (SSCAN), so a big group takes several short calls;
+  each topic's row is changed whole. Java's operation is one locked step: a worker dying between
+  two calls leaves the rest unchanged, and the admin's command is repeated.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1] brokerName
     ARGV[2] "wipe" | "add"
+    ARGV[3] SSCAN cursor: "0" for the first call, then the cursor the previous call answered
+    ARGV[4] how many topics to visit in this call (SSCAN COUNT)
   Output:
-    {"ok", count}
-      count  number of topics that had queue data for the group, whether or not the perm changed
-             (Java's count)
+    {"ok", count, cursor}
+      count  number of topics that have queue data for the group, whether or not the perm
+             changes (Java's count; a queue row exists exactly for the group's listed topics)
+      cursor "0" when every topic has been visited, else the cursor of the next call
 ]]
 --- @include "keys"
 --- @include "changes"
 
 local name, op = ARGV[1], ARGV[2]
-local count = 0
-for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
+local page = rcall('SSCAN', k_broker_topics(name), ARGV[3], 'COUNT', tonumber(ARGV[4]))
+for _, topic in ipairs(page[2]) do
   local qk = k_queue(topic, name)
   local perm = tonumber(rcall('HGET', qk, 'perm'))
   if perm then
-    count = count + 1
     local new = perm
     if op == 'wipe' then
       if writeable(perm) then new = perm - 2 end
@@ -35,4 +39,4 @@ for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
   end
 end
 publish_changes()
-return {'ok', count}
+return {'ok', rcall('SCARD', k_broker_topics(name)), page[1]}

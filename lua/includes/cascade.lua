@@ -11,9 +11,20 @@
   from every topic it served (with its static-topic mapping) and topics left empty are dropped;
   a reduced group with
   enableActingMaster and no master loses the write perm on its queue data.
-  Cost: O(topics of the group + clusters).
+  Bounded script time: a removed group's queue data is deleted inline while the script's budget
+  (`drop_budget`, set by the including script, in queue rows) lasts; past it, the group's topic
+  set is renamed to P:idx:cleanup:<name> and the name added to P:idx:cleanups, a durable record
+  that RouteStore.drain_cleanups empties in bounded calls (the caller at once, the sweep after a
+  crash). The group row is gone at once, so routes already leave those rows out (route.lua needs
+  the group row), and a registration of that brokerName waits until the drain is done. Clearing
+  a reduced group's write perm past the budget is likewise left to clear_write_perm.lua
+  (P:idx:perm-clears).
+  Cost: O(min(topics of the group, budget) + clusters).
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
+local drop_budget = 0
+-- This call left work to drain_cleanup.lua or clear_write_perm.lua (RouteStore.drain_cleanups).
+local cleanup_started = false
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   rcall('SREM', k_topic(topic), name)
@@ -29,14 +40,27 @@ local function drop_queue(topic, name)
   touch_topic(topic)
 end
 
+local function clear_topic_write_perm(topic, name)
+  local qk = k_queue(topic, name)
+  local perm = tonumber(rcall('HGET', qk, 'perm'))
+  if perm and writeable(perm) then
+    rcall('HSET', qk, 'perm', perm - 2)
+    touch_topic(topic)
+  end
+end
+
+-- A group too big for the budget is recorded in P:idx:perm-clears (brokerName -> SSCAN cursor)
+-- and cleared by clear_write_perm.lua in chunks; routes already show its queue data without the
+-- write perm meanwhile (route.lua).
 local function clear_write_perm(name)
-  for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
-    local qk = k_queue(topic, name)
-    local perm = tonumber(rcall('HGET', qk, 'perm'))
-    if perm and writeable(perm) then
-      rcall('HSET', qk, 'perm', perm - 2)
-      touch_topic(topic)
-    end
+  local btkey = k_broker_topics(name)
+  local count = rcall('SCARD', btkey)
+  if count <= drop_budget then
+    drop_budget = drop_budget - count
+    for _, topic in ipairs(rcall('SMEMBERS', btkey)) do clear_topic_write_perm(topic, name) end
+  else
+    rcall('HSET', k_perm_clears(), name, '0')
+    cleanup_started = true
   end
 end
 
@@ -68,10 +92,18 @@ local function remove_broker(cluster, addr, name)
       if flat[i] == '0' then has_master = true end
     end
   end
-  local topics = rcall('SMEMBERS', k_broker_topics(name))
   if remaining == 0 then
-    for _, topic in ipairs(topics) do drop_queue(topic, name) end
-    rcall('DEL', k_group(name), mkey, k_broker_topics(name), k_member_clusters(name))
+    local btkey = k_broker_topics(name)
+    local count = rcall('SCARD', btkey)
+    if count <= drop_budget then
+      drop_budget = drop_budget - count
+      for _, topic in ipairs(rcall('SMEMBERS', btkey)) do drop_queue(topic, name) end
+    else
+      rcall('RENAME', btkey, k_cleanup(name))
+      rcall('SADD', k_cleanups(), name)
+      cleanup_started = true
+    end
+    rcall('DEL', k_group(name), mkey, btkey, k_member_clusters(name))
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
     for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do
@@ -84,7 +116,7 @@ local function remove_broker(cluster, addr, name)
   end
   if removed then
     touch_none()  -- the cluster tables changed, even for a group without topics
-    touch_topics(topics)
+    touch_group(name)
   end
   if not has_master and rcall('HGET', k_group(name), 'enableActingMaster') == 'true' then
     clear_write_perm(name)

@@ -23,6 +23,9 @@ local function k_member_clusters(name) return P .. ':idx:member-clusters:' .. na
 local function k_conns(cluster, addr) return P .. ':idx:conns:' .. cluster .. ':' .. addr end
 local function k_worker(worker) return P .. ':idx:worker:' .. worker end
 local function k_mappings(topic) return P .. ':idx:mappings:' .. topic end
+local function k_cleanups() return P .. ':idx:cleanups' end
+local function k_cleanup(name) return P .. ':idx:cleanup:' .. name end
+local function k_perm_clears() return P .. ':idx:perm-clears' end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
 local function k_topic_rev(topic) return P .. ':rev:topic:' .. topic end

@@ -302,16 +302,22 @@ class BrokerRegistration:
         self.topics_sent = len(self.topic_configs)
         kept: dict[str, TopicConfig] = {}
         self.dropped_topics = []
+        lo, hi = validation.JAVA_INT_MIN, validation.JAVA_INT_MAX
         for tc in self.topic_configs:
             reason = validation.registered_topic(tc.topic_name)
-            if reason is None:
+            # One chained comparison for the usual case (60,000 topics: this loop is most of
+            # a big registration's Python time); the field is named only when one is out.
+            if reason is None and not (lo <= tc.read_queue_nums <= hi and lo <= tc.write_queue_nums
+                                       <= hi and lo <= tc.perm <= hi and lo <= tc.topic_sys_flag
+                                       <= hi):
                 for value, what in ((tc.read_queue_nums, "readQueueNums"),
                                     (tc.write_queue_nums, "writeQueueNums"),
                                     (tc.perm, "perm"), (tc.topic_sys_flag, "topicSysFlag")):
-                    if not validation.JAVA_INT_MIN <= value <= validation.JAVA_INT_MAX:
+                    if not lo <= value <= hi:
                         reason = f"{what} {value} is outside Java's int"
             if reason is None:
-                kept.pop(tc.topic_name, None)
+                if tc.topic_name in kept:
+                    del kept[tc.topic_name]
                 kept[tc.topic_name] = tc
             else:
                 self.dropped_topics.append(DroppedTopic(tc.topic_name, reason))

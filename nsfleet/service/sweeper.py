@@ -1,8 +1,10 @@
 """The expiry sweep, run by APScheduler every ``sweep_interval`` seconds in every worker.
 
 sweep.lua re-reads the deadline set inside each call, so any number of workers may sweep at once;
-with nothing due a call costs one ZCOUNT. Batches keep each script call short (Redis runs one script
-at a time), and one sweep stops after ``max_batches`` so a backlog cannot hog the worker.
+with nothing due a call costs one ZCOUNT (and the run one SMEMBERS of the pending cleanups).
+Batches keep each script call short (Redis runs one script at a time), and one sweep stops after
+``max_batches`` so a backlog cannot hog the worker. Each run also finishes the chunked removal
+of any group a worker left half-drained when it died (RouteStore.drain_cleanups).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Sweeper:
                 self.metrics.sweep_removals.inc(len(result.removed))
                 if result.held or len(result.removed) < self.batch:
                     break
+            # Queue data a removal left to drain in chunks (P:idx:cleanups): normally drained by
+            # the worker that removed the group at once, left here only when it died half-way.
+            await self.store.drain_cleanups()
         except Exception as exc:  # a Redis outage must not kill the scheduler job
             self.metrics.redis_errors.labels("sweep").inc()
             log.warning("sweep failed", error=str(exc))

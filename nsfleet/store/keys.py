@@ -23,7 +23,8 @@ Indexes (never under a row-table prefix)::
   P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
   P:idx:deadlines                zset   "<cluster>\\t<addr>" by deadline (epoch ms)
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
-                                        TTL, so the sweep can cascade and fence after expiry
+                                        TTL, so the sweep can cascade and fence after expiry;
+                                        "pending" while a chunked registration has not committed
   P:idx:filters:<cluster>:<addr> list   filter server addresses
   P:idx:member-clusters:<name>   hash   brokerAddr -> the cluster it registered under (a group's
                                         members may register under different cluster names)
@@ -34,6 +35,11 @@ Indexes (never under a row-table prefix)::
   P:idx:mappings:<topic>         hash   brokerName -> TopicQueueMappingInfo JSON (static topics)
   P:idx:kvns                     set    KV namespaces (an emptied one still exists, as in Java)
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
+  P:idx:cleanups                 set    brokerNames of removed groups whose queue data is
+                                        still being removed in chunks (drain_cleanup.lua)
+  P:idx:cleanup:<name>           set    the topics of such a group still to remove
+  P:idx:perm-clears              hash   brokerName -> SSCAN cursor: acting-master groups whose
+                                        write perm is still being cleared in chunks
   P:seq                          string registration generation counter (fencing)
   P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
   P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
@@ -136,6 +142,17 @@ class Keys:
 
     def kv_table(self, namespace: str) -> str:
         return f"{self.prefix}:idx:kv:{escape(namespace)}"
+
+    @property
+    def cleanups(self) -> str:
+        return f"{self.prefix}:idx:cleanups"
+
+    def cleanup(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:cleanup:{broker_name}"
+
+    @property
+    def perm_clears(self) -> str:
+        return f"{self.prefix}:idx:perm-clears"
 
     @property
     def seq(self) -> str:

@@ -7,6 +7,7 @@ redis-py's errors leave it as the domain's StoreUnavailable / StoreFailed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
@@ -39,6 +41,11 @@ from nsfleet.store.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
+# The most queue rows one script call writes or removes: Redis runs one script at a time, and
+# 250 rows keep every call of a big registration or cascade under ~5 ms of Redis time (more
+# on a loaded machine; bench/script_time.py), so no other client waits longer than that.
+CHUNK_ROWS = 250
+CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
 
 
 class ScriptReplyError(RuntimeError):
@@ -48,7 +55,11 @@ class ScriptReplyError(RuntimeError):
 # Every script returns a table whose first element is a status string: "ok" for the normal
 # answer, these words otherwise (see each script's header for what follows the status).
 SCRIPT_STATUSES: dict[str, frozenset[str]] = {
-    "register_broker": frozenset({"ok", "fenced", "rejected", "full"}),
+    "register_broker": frozenset({"ok", "fenced", "rejected", "full", "chunk", "head", "drain"}),
+    "register_topics": frozenset({"ok", "stale"}),
+    "register_commit": frozenset({"ok"}),
+    "drain_cleanup": frozenset({"ok"}),
+    "clear_write_perm": frozenset({"ok"}),
     "unregister_broker": frozenset({"ok", "kept"}),
     "heartbeat": frozenset({"ok", "unknown"}),
     "sweep": frozenset({"ok", "held"}),
@@ -95,6 +106,14 @@ class SweepResult:
     removed: list[tuple[str, str, str]]  # (cluster, addr, brokerName)
 
 
+_encode = msgspec.json.Encoder().encode
+
+
+def _json(value: Any) -> bytes:
+    """Compact JSON for the scripts' cjson (msgspec: a 60,000-topic table in ~10 ms)."""
+    return _encode(value)
+
+
 def _flag(b: bool) -> str:
     return "1" if b else "0"
 
@@ -113,11 +132,16 @@ class RouteStore:
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
                  on_script: Callable[[str, float], None] | None = None,
-                 probe_min_topics: int = PROBE_MIN_TOPICS) -> None:
+                 probe_min_topics: int = PROBE_MIN_TOPICS, chunk_rows: int = CHUNK_ROWS) -> None:
         """``on_script(name, seconds)`` is told the duration of every script call (metrics);
-        registrations of at least ``probe_min_topics`` topics are first offered as a digest."""
+        registrations of at least ``probe_min_topics`` topics are first offered as a digest;
+        no script call writes or removes more than ``chunk_rows`` queue rows (bigger
+        registrations, cascades and topic deletions run in several calls)."""
+        if chunk_rows < 1:
+            raise ValueError("chunk_rows must be at least 1")
         self.on_script = on_script
         self.probe_min_topics = probe_min_topics
+        self.chunk_rows = chunk_rows
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
@@ -142,6 +166,30 @@ class RouteStore:
                 self.on_script(name, time.perf_counter() - started)
         return _reply(name, result)
 
+    async def _call_many(self, name: str, calls: Sequence[Sequence[Any]], *,
+                         stop_on: str | None = None) -> list[tuple[str, list[Any]]]:
+        """Run a script once per argument list (calls independent of each other), at most
+        CALLS_IN_FLIGHT at a time, each on its own connection, until a call answers
+        ``stop_on``; the replies of the calls made, in order. Not one pipeline: Redis runs every
+        complete command a client has sent before it serves the next client, so a pipeline of
+        chunks would block other clients for all of it (measured: ~0.5 s for a 60,000-topic
+        registration); two in flight hide the round trips and hold others up for two chunks at
+        most."""
+        replies: dict[int, tuple[str, list[Any]]] = {}
+        pending = iter(enumerate(calls))
+        stopped = False
+
+        async def worker() -> None:
+            nonlocal stopped
+            for i, args in pending:
+                if stopped:
+                    return
+                replies[i] = await self._call(name, args)
+                stopped = stopped or replies[i][0] == stop_on
+
+        await asyncio.gather(*(worker() for _ in range(min(CALLS_IN_FLIGHT, len(calls)))))
+        return [replies[i] for i in sorted(replies)]
+
     # --- brokers -------------------------------------------------------------------------------
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
@@ -160,44 +208,124 @@ class RouteStore:
         for topic, raw in sorted(reg.topic_queue_mappings.items()):
             if validation.routable(topic):
                 info = topic_queue_mapping_info(raw, reg.name or "")
-                mappings.append((topic, info["bname"],
-                                 json.dumps(info, separators=(",", ":"), sort_keys=True)))
-        table: list[Any] = []
-        for tc in reg.topic_configs:
-            table += [tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
-                      tc.topic_sys_flag]
-        for topic, bname, info in mappings:
-            table += [topic, bname, info]
-        digest = hashlib.blake2b(json.dumps([table, delete_absent_topics]).encode(),
-                                 digest_size=16).hexdigest()
+                mappings.append([topic, info["bname"],
+                                 json.dumps(info, separators=(",", ":"), sort_keys=True)])
+        rows = [[tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                 tc.topic_sys_flag] for tc in reg.topic_configs]
+        # Encoded once, in the chunks a big registration sends; the digest is taken over them.
+        n = self.chunk_rows
+        topic_chunks = [_json(rows[i:i + n]) for i in range(0, len(rows), n)]
+        mapping_chunks = [_json(mappings[i:i + n]) for i in range(0, len(mappings), n)]
+        hasher = hashlib.blake2b(_flag(delete_absent_topics).encode(), digest_size=16)
+        for text in (*topic_chunks, b"|", *mapping_chunks):
+            hasher.update(text)
+        digest = hasher.hexdigest()
 
         def args(mode: str) -> list[Any]:
             full = mode == "full"
             return [reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
                     reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp,
                     dv.state_version, -1 if filters is None else len(filters),
-                    len(reg.topic_configs) if full else 0, _flag(delete_absent_topics),
+                    len(rows) if full else 0, _flag(delete_absent_topics),
                     _flag(return_order_conf), reg.topics_sent, connection or "",
-                    len(mappings) if full else 0, digest, mode, *(filters or ()),
-                    *(table if full else ())]
+                    len(mappings) if full else 0, digest, mode, self.chunk_rows,
+                    *(filters or ()), topic_chunks[0] if full and topic_chunks else "[]",
+                    mapping_chunks[0] if full and mapping_chunks else "[]"]
 
         keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
-        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole.
-        status = "full"
-        if len(reg.topic_configs) >= self.probe_min_topics:
-            status, rest = await self._call("register_broker", args("probe"), keys)
-        if status == "full":
-            status, rest = await self._call("register_broker", args("full"), keys)
+        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
+        # in one call when it is small, else in chunks (``_register_in_chunks``).
+        chunked = len(rows) + len(mappings) > self.chunk_rows
+        mode = "probe" if chunked or len(rows) >= self.probe_min_topics else "full"
+        for _ in range(5):  # "drain" answers are followed by a drain, then a retry
+            if mode == "full" and chunked:
+                mode = "head"
+            status, rest = await self._call("register_broker", args(mode), keys)
+            if status == "drain":
+                await self.drain_cleanups()
+                continue
+            if status == "full" or status == "chunk":
+                mode = "head" if status == "chunk" else "full"
+                continue
+            break
+        changed = False
+        if status == "head":
+            changed, rest = await self._register_in_chunks(
+                reg, rest, rows, topic_chunks, mapping_chunks, digest, delete_absent_topics,
+                return_order_conf)
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
+            await self.drain_cleanups()
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
-        master, ha, generation, changed, kv_flag, *kv = rest
+        if status not in ("ok", "head"):
+            raise ScriptReplyError(f"register_broker: still {status!r} after draining")
+        master, ha, generation, changed_flag, kv_flag, *kv = rest
         return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
                               kv_table=_pairs(kv) if kv_flag == "1" else None,
                               generation=int(generation), dropped_topics=reg.dropped_topics,
-                              changed=changed == "1")
+                              changed=changed or changed_flag == "1")
+
+    async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
+                                  rows: list[list[Any]], topic_chunks: list[bytes],
+                                  mapping_chunks: list[bytes], digest: str, delete_absent: bool,
+                                  return_order_conf: bool) -> tuple[bool, list[Any]]:
+        """After register_broker.lua's "head" call: the queue data in chunks of at most
+        ``chunk_rows`` rows (register_topics.lua), the rows deleteTopicWithBroker-
+        Registration drops likewise, then register_commit.lua. A worker dying half-way leaves the
+        registration record "pending", so the broker's next registration does it all again.
+        Returns (changed, the commit's answer after its status)."""
+        generation, force, clear_write, writer, head_changed, fresh = head
+        changed = head_changed == "1"
+        base = [reg.cluster, reg.addr, reg.name, generation, force, clear_write]
+        stale = False
+        if writer == "1":
+            n = self.chunk_rows
+            calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
+            calls += [[*base, "[]", text, "[]", fresh] for text in mapping_chunks]
+            # A "stale" chunk: a newer registration of the broker, or its removal, took over.
+            for status, rest in await self._call_many("register_topics", calls, stop_on="stale"):
+                stale = stale or status == "stale"
+                changed = changed or (status == "ok" and rest[0] == "1")
+            if delete_absent and not stale:
+                incoming = {r[0] for r in rows}
+                absent = [t async for t in self.redis.sscan_iter(
+                    self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
+                absent = sorted(set(absent))  # SSCAN may return a member twice
+                calls = [[*base, "[]", "[]", _json(absent[i:i + n]), "0"]
+                         for i in range(0, len(absent), n)]
+                for status, rest in await self._call_many("register_topics", calls,
+                                                          stop_on="stale"):
+                    changed = changed or (status == "ok" and rest[0] == "1")
+        _, rest = await self._call(
+            "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
+                                _flag(return_order_conf)],
+            [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        return changed, rest
+
+    async def drain_cleanups(self) -> int:
+        """Finish what cascades left to do in chunks: delete the queue rows of removed groups
+        (P:idx:cleanups) and clear the write perm of acting-master groups that lost their master
+        (P:idx:perm-clears). ``chunk_rows`` rows per call; returns how many rows were deleted or
+        changed. The sweep calls it too, so the work of a worker that died half-way is
+        finished."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.smembers(self.keys.cleanups)
+        pipe.hkeys(self.keys.perm_clears)
+        cleanups, perm_clears = await pipe.execute()
+        done = 0
+        for name in sorted(cleanups):
+            left = 1
+            while left:
+                _, (count, left) = await self._call("drain_cleanup", [name, self.chunk_rows])
+                done += int(count)
+        for name in sorted(perm_clears):
+            more = "1"
+            while more == "1":
+                _, (count, more) = await self._call("clear_write_perm", [name, self.chunk_rows])
+                done += int(count)
+        return done
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
                                 closed_connection: str | None = None) -> int:
@@ -207,10 +335,12 @@ class RouteStore:
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
-        status, rest = await self._call("unregister_broker",
-                                        [cluster, addr, name, closed_connection or ""])
+        status, rest = await self._call(
+            "unregister_broker", [cluster, addr, name, closed_connection or "", self.chunk_rows])
         if status == "kept":
             return -1
+        if rest[1] == "1":
+            await self.drain_cleanups()
         return 1 if rest[0] == "1" else 0
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
@@ -240,9 +370,12 @@ class RouteStore:
         Redis clock). With ``guard_share`` > 0, a sweep that would expire more than that share
         of the live brokers holds them, but never longer than ``guard_max_hold_ms`` past their
         deadline."""
-        status, (due, live, *flat) = await self._call(
-            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms])
+        status, (due, live, cleanup, *flat) = await self._call(
+            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms,
+                      self.chunk_rows])
         removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
+        if cleanup == "1":
+            await self.drain_cleanups()
         return SweepResult(status == "held", int(due), int(live), removed)
 
     async def live_brokers(self) -> list[LiveBroker]:
@@ -341,8 +474,14 @@ class RouteStore:
         validation.route_topic(topic)
         if cluster:
             validation.name(cluster, "clusterName")
-        _, (removed,) = await self._call("delete_topic", [topic, cluster or ""])
-        return int(removed)
+        # A topic served by many groups goes in several calls, each group's queue row whole.
+        removed = 0
+        while True:
+            _, (count, left) = await self._call("delete_topic",
+                                                [topic, cluster or "", self.chunk_rows])
+            removed += int(count)
+            if not int(left):
+                return removed
 
     async def topic_exists(self, topic: str) -> bool:
         return bool(await self.redis.sismember(self.keys.topics, topic))
@@ -363,15 +502,20 @@ class RouteStore:
         _, (written,) = await self._call("register_topic", args)
         return int(written)
 
-    async def wipe_write_perm(self, name: str) -> int:
+    async def _write_perm(self, name: str, op: str) -> int:
+        """A group's write perm, ``chunk_rows`` topics per call; Java's count (the first call's:
+        the topics the group had when the operation began)."""
         validation.name(name, "brokerName")
-        _, (count,) = await self._call("write_perm", [name, "wipe"])
+        _, (count, cursor) = await self._call("write_perm", [name, op, "0", self.chunk_rows])
+        while cursor != "0":
+            _, (_, cursor) = await self._call("write_perm", [name, op, cursor, self.chunk_rows])
         return int(count)
 
+    async def wipe_write_perm(self, name: str) -> int:
+        return await self._write_perm(name, "wipe")
+
     async def add_write_perm(self, name: str) -> int:
-        validation.name(name, "brokerName")
-        _, (count,) = await self._call("write_perm", [name, "add"])
-        return int(count)
+        return await self._write_perm(name, "add")
 
     # --- KV config -----------------------------------------------------------------------------
 

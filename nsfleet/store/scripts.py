@@ -17,6 +17,7 @@ INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
 SCRIPT_NAMES = (
     "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
     "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",
+    "register_topics", "register_commit", "drain_cleanup", "clear_write_perm",
 )
 
 

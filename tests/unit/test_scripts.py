@@ -211,22 +211,54 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     far = 10**15
     assert (await store.sweep(now_ms=far, guard_share=0.5, guard_max_hold_ms=far)).held
     assert len((await store.sweep(now_ms=far, guard_share=0)).removed) == 6
+    # Bounded script time: a registration whose deleteTopicWithBrokerRegistration may remove
+    # more rows than one call may ("chunk", then "head", a chunk, the absent rows, the commit).
+    store.chunk_rows = 2
+    three = [TopicConfig(f"C{i}", 8, 8, 6) for i in range(3)]
+    big = replace(a, name="big", addr="10.0.2.1:1", topic_configs=three)
+    await store.register_broker(big)
+    await store.register_broker(replace(big, topic_configs=three[:2],
+                                        data_version=DataVersion(2, 200, 2)),
+                                delete_absent_topics=True)
+    assert await store.all_topics() == ["C0", "C1"]
+    # A chunk of a superseded registration writes nothing.
+    assert (await store._call("register_topics", ["c1", big.addr, "big", "0", "1", "0", "[]",
+                                                 "[]", "[]"]))[0] == "stale"
+    # A group too big for one cascade is left to drain_cleanup.lua; registering its name
+    # meanwhile answers "drain" (then drains and registers).
+    await store.register_broker(big)
+    assert (await store._call("unregister_broker", ["c1", big.addr, "big", "", 2]))[1][1] == "1"
+    await store.register_broker(big)
+    assert await store.unregister_broker("c1", big.addr, "big") == 1
+    assert await store.all_topics() == []
+    # An acting-master group too big for one call loses its master: write perm cleared apart.
+    acting = replace(big, name="act", addr="10.0.3.1:1")
+    await store.register_broker(acting)
+    await store.register_broker(replace(acting, broker_id=1, addr="10.0.3.2:1"))
+    assert await store.unregister_broker("c1", acting.addr, "act") == 0
 
     assert set(seen) == {(n, s) for n, statuses in SCRIPT_STATUSES.items() for s in statuses}
     assert seen[("register_broker", "fenced")] == ["fenced"]
     assert seen[("register_broker", "rejected")] == ["rejected"]
     assert seen[("register_broker", "full")] == ["full"]
     assert seen[("unregister_broker", "kept")] == ["kept"]
-    assert seen[("unregister_broker", "ok")] == ["ok", "0"]
+    assert seen[("unregister_broker", "ok")] == ["ok", "0", "0"]
+    assert seen[("register_broker", "chunk")] == ["chunk"]
+    assert seen[("register_broker", "drain")] == ["drain"]
+    assert seen[("register_broker", "head")][2:] == ["1", "0", "1", "1", "1"]
+    assert seen[("register_topics", "ok")] == ["ok", "1"]
+    assert seen[("drain_cleanup", "ok")] == ["ok", 2, 1]
+    # Redis scans a small set whole, fakeredis takes COUNT literally.
+    assert seen[("clear_write_perm", "ok")] in (["ok", 3, "0"], ["ok", 2, "1"])
     assert seen[("heartbeat", "unknown")] == ["unknown", "0", "", "", ""]
     assert seen[("heartbeat", "ok")] == ["ok", "0", "1", "100", "2"]
     assert seen[("route", "none")] == ["none"]
-    assert seen[("sweep", "held")] == ["held", 6, 6]
+    assert seen[("sweep", "held")] == ["held", 6, 6, "0"]
     assert seen[("kv_put", "ok")] == ["ok", "1"]
     assert seen[("kv_delete", "ok")] == ["ok", "1"]
     assert seen[("register_topic", "ok")] == ["ok", 0]
-    assert seen[("delete_topic", "ok")] == ["ok", 1]
-    assert seen[("write_perm", "ok")] == ["ok", 2]
+    assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
+    assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
     ok_route = seen[("route", "ok")]
     assert ok_route[0] == "ok" and ok_route[2] == "" and isinstance(ok_route[3], int)
     assert ok_route[4] == []  # no static-topic mappings

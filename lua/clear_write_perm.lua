@@ -1,0 +1,38 @@
+--[[
+  Clear the write perm on part of the queue data of an acting-master group that lost its master
+  and was too big to clear in the cascade's call (includes/cascade.lua recorded it in
+  P:idx:perm-clears with an SSCAN cursor). Stops, and forgets the record, once the group has a
+  master again or no longer asks for an acting master: the master's registration has then
+  rewritten every topic (its live row was gone, so its DataVersion counts as changed).
+  Input:
+    KEYS[1] namespace prefix "nsfleet:{<ns>}"
+    ARGV[1] brokerName
+    ARGV[2] how many topics to visit in this call (SSCAN COUNT)
+  Output:
+    {"ok", cleared, more}   cleared: queue rows that lost the write perm; more "1" while topics
+                            are left to visit (the record is kept), else "0" (it is gone)
+]]
+--- @include "keys"
+--- @include "changes"
+--- @include "cascade"
+
+local name = ARGV[1]
+local cursor = rcall('HGET', k_perm_clears(), name)
+if not cursor then return {'ok', 0, '0'} end
+local g = rcall('HGET', k_group(name), 'enableActingMaster')
+if g ~= 'true' or rcall('HEXISTS', k_members(name), '0') == 1 then
+  rcall('HDEL', k_perm_clears(), name)
+  return {'ok', 0, '0'}
+end
+local page = rcall('SSCAN', k_broker_topics(name), cursor, 'COUNT', tonumber(ARGV[2]))
+for _, topic in ipairs(page[2]) do clear_topic_write_perm(topic, name) end
+local more = page[1] ~= '0'
+if more then
+  rcall('HSET', k_perm_clears(), name, page[1])
+else
+  rcall('HDEL', k_perm_clears(), name)
+end
+local cleared = 0
+for _ in pairs(changed_topics) do cleared = cleared + 1 end
+publish_changes()
+return {'ok', cleared, more and '1' or '0'}

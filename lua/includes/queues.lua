@@ -1,0 +1,56 @@
+--- @include "keys"
+--- @include "changes"
+--[[
+  Queue data of one broker group, written from a registration's topic table (step 10 of
+  RouteInfoManager.registerBroker), shared by register_broker.lua (a table written in one call)
+  and register_topics.lua (one chunk of a big table). The table comes as cjson-decoded arrays,
+  so a chunk is one argument rather than five per topic.
+  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+]]
+
+-- Write `topics` ({{topic, readQueueNums, writeQueueNums, perm, topicSysFlag}, ...}) as group
+-- `name`'s queue data: every topic when `force` (a first registration or a changed
+-- DataVersion: Java's isTopicConfigChanged), else only those missing their row. `clear_write`
+-- drops the write perm (a prime slave of an acting-master group). `fresh`: the group had no
+-- queue data when the registration began, so every row is new and none is read first (a first
+-- registration costs one HSET and one SADD per topic). Then the static-topic `mappings`
+-- ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed.
+local function write_queues(name, topics, mappings, force, clear_write, fresh)
+  local added = {}
+  for _, e in ipairs(topics) do
+    local topic = e[1]
+    local qk = k_queue(topic, name)
+    if force or rcall('EXISTS', qk) == 0 then
+      local perm = e[4]
+      if clear_write and writeable(perm) then perm = perm - 2 end
+      local rq, wq, p, flag = tostring(e[2]), tostring(e[3]), tostring(perm), tostring(e[5])
+      local cur = fresh and {} or
+        rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
+      if cur[1] ~= rq or cur[2] ~= wq or cur[3] ~= p or cur[4] ~= flag then
+        rcall('HSET', qk, 'topic', topic, 'brokerName', name, 'readQueueNums', rq,
+          'writeQueueNums', wq, 'perm', p, 'topicSysFlag', flag)
+        -- A row only exists with its indexes, so only a new row needs them (SADD is idempotent
+        -- should a fresh group's row have been written meanwhile by REGISTER_TOPIC).
+        if not cur[1] then
+          rcall('SADD', k_topic(topic), name)
+          added[#added + 1] = topic
+        end
+        touch_topic(topic)
+      end
+    end
+  end
+  for from = 1, #added, SLICE do
+    local slice = {unpack(added, from, math.min(from + SLICE - 1, #added))}
+    rcall('SADD', k_topics(), unpack(slice))
+    local new = rcall('SADD', k_broker_topics(name), unpack(slice))
+    -- topicsEpoch counts the group's queue rows added or removed (the O(1) re-registration).
+    if new > 0 then rcall('HINCRBY', k_group(name), 'topicsEpoch', new) end
+  end
+  for _, m in ipairs(mappings) do
+    local mk = k_mappings(m[1])
+    if rcall('HGET', mk, m[2]) ~= m[3] then
+      rcall('HSET', mk, m[2], m[3])
+      touch_topic(m[1])
+    end
+  end
+end

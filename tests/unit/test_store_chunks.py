@@ -1,0 +1,363 @@
+"""Bounded script time: registrations, cascades, deleteTopicWithBrokerRegistration and topic
+deletion bigger than ``chunk_rows`` run in several script calls, with exactly the answers of one
+call; a worker stopping between calls leaves a state the next registration or the sweep
+completes. A chunk size of 3 makes small tables take many chunks. Every test runs on fakeredis
+and on a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
+from nsfleet.store import RouteStore
+from tests.support.invariants import orphans
+
+CHUNK = 3
+TOPICS = [TopicConfig(f"T{i}", 8, 8, 6) for i in range(20)]
+MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, data_version=DataVersion(1, 100),
+                            topic_configs=TOPICS)
+CHANGED = replace(MASTER, data_version=DataVersion(2, 200),
+                  topic_configs=[replace(t, read_queue_nums=4) for t in TOPICS])
+
+
+class Killed(Exception):
+    """The worker 'dies' here: no further script call is made."""
+
+
+@pytest.fixture
+async def store(any_redis: aioredis.Redis) -> RouteStore:
+    s = RouteStore(any_redis, "chunks", chunk_rows=CHUNK)
+    await s.load_scripts()
+    return s
+
+
+def record(store: RouteStore) -> list[str]:
+    """Names of the script calls the store makes from now on."""
+    seen: list[str] = []
+    call = store._call
+
+    async def recording_call(name: str, args: Any = (), keys: Any = ()) -> Any:
+        seen.append(name)
+        return await call(name, args, keys)
+
+    store._call = recording_call  # type: ignore[method-assign]
+    return seen
+
+
+def die_after(store: RouteStore, chunks: int) -> None:
+    """The next chunked operation runs ``chunks`` chunk calls, then the worker dies."""
+    many = store._call_many
+
+    async def dying(name: str, calls: Any, **kwargs: Any) -> Any:
+        await many(name, calls[:chunks], **kwargs)
+        raise Killed
+
+    store._call_many = dying  # type: ignore[method-assign]
+
+
+async def read_queue_nums(store: RouteStore, topic: str) -> int | None:
+    read = await store.pickup_route(topic)
+    return None if read is None else read.route.queue_datas[0].read_queue_nums
+
+
+async def test_a_big_first_registration_runs_in_chunks_with_one_call_answers(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    seen = record(store)
+    result = await store.register_broker(MASTER)
+    assert result.changed
+    # probe, then head, ceil(20 / 3) = 7 chunks, then the commit.
+    assert seen == ["register_broker"] * 2 + ["register_topics"] * 7 + ["register_commit"]
+    assert await store.all_topics() == sorted(t.topic_name for t in TOPICS)
+    assert {await read_queue_nums(store, t.topic_name) for t in TOPICS} == {8}
+    assert await orphans(any_redis, store.keys) == []
+    # The same table as one call writes it.
+    one = RouteStore(any_redis, "one")
+    await one.load_scripts()
+    await one.register_broker(MASTER)
+    for t in TOPICS:
+        a, b = await store.pickup_route(t.topic_name), await one.pickup_route(t.topic_name)
+        assert a is not None and b is not None and a.route == b.route
+
+
+async def test_after_a_chunked_registration_the_unchanged_one_is_one_probe(
+        store: RouteStore) -> None:
+    await store.register_broker(MASTER)
+    seen = record(store)
+    assert not (await store.register_broker(MASTER)).changed
+    assert seen == ["register_broker"]
+
+
+async def test_a_changed_registration_in_chunks_rewrites_every_topic(store: RouteStore) -> None:
+    await store.register_broker(MASTER)
+    assert (await store.register_broker(CHANGED)).changed
+    assert {await read_queue_nums(store, t.topic_name) for t in TOPICS} == {4}
+    # The same DataVersion again with a topic deleted on the name server: Java writes that topic.
+    assert await store.delete_topic("T7") == 1
+    await store.register_broker(CHANGED)
+    assert await read_queue_nums(store, "T7") == 4
+
+
+async def test_chunks_publish_their_topics(store: RouteStore, any_redis: aioredis.Redis) -> None:
+    pubsub = any_redis.pubsub()
+    await pubsub.subscribe(store.keys.changes)
+    await pubsub.get_message(timeout=1)  # the subscribe confirmation
+    await store.register_broker(MASTER)
+    await store.register_broker(replace(CHANGED, topic_configs=CHANGED.topic_configs[:4]
+                                        + TOPICS[4:]))
+    announced: set[str] = set()
+    while (msg := await pubsub.get_message(timeout=0.5)) is not None:
+        if msg["type"] == "message" and not msg["data"].startswith("0 "):
+            announced |= set(msg["data"].split(" ", 1)[1].split(","))
+    await pubsub.aclose()
+    assert {t.topic_name for t in TOPICS} <= announced
+
+
+@pytest.mark.parametrize("done", [0, 2, 5])
+async def test_an_interrupted_registration_is_consistent_and_redone_in_full(
+        store: RouteStore, any_redis: aioredis.Redis, done: int) -> None:
+    """Killed after ``done`` chunks of a changed registration: every topic reads as before or
+    after, the broker's DataVersion reads as changed (so a broker that only asks re-registers),
+    and the same registration again rewrites every topic although its DataVersion is stored."""
+    await store.register_broker(MASTER)
+    die_after(store, done)
+    with pytest.raises(Killed):
+        await store.register_broker(CHANGED)
+    nums = [await read_queue_nums(store, t.topic_name) for t in TOPICS]
+    assert set(nums) <= {8, 4} and nums.count(4) <= done * CHUNK
+    assert await orphans(any_redis, store.keys) == []
+    changed, _ = await store.query_data_version("c1", MASTER.addr, CHANGED.data_version)
+    assert changed
+
+    redo = RouteStore(any_redis, "chunks", chunk_rows=CHUNK)  # another worker
+    seen = record(redo)
+    await redo.register_broker(CHANGED)
+    assert seen[:2] == ["register_broker", "register_broker"]  # the probe answers "full"
+    assert {await read_queue_nums(redo, t.topic_name) for t in TOPICS} == {4}
+    changed, _ = await redo.query_data_version("c1", MASTER.addr, CHANGED.data_version)
+    assert not changed
+    seen.clear()
+    await redo.register_broker(CHANGED)
+    assert seen == ["register_broker"]  # O(1) again
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_an_interrupted_first_registration_is_swept_with_its_broker(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    die_after(store, 2)
+    with pytest.raises(Killed):
+        await store.register_broker(replace(MASTER, heartbeat_timeout_millis=1000))
+    assert len(await store.all_topics()) == 2 * CHUNK
+    assert await orphans(any_redis, store.keys) == []
+    sweeper = RouteStore(any_redis, "chunks", chunk_rows=CHUNK)
+    assert [r[2] for r in (await sweeper.sweep(now_ms=10**15)).removed] == ["g"]
+    assert await sweeper.all_topics() == []
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_a_chunk_of_a_superseded_registration_writes_nothing(store: RouteStore) -> None:
+    """Another registration of the broker (or its removal) between two chunks: later chunks of
+    the first one write nothing."""
+    await store.register_broker(MASTER)
+    many = store._call_many
+
+    async def unregistered_meanwhile(name: str, calls: Any, **kwargs: Any) -> Any:
+        first = await many(name, calls[:1], **kwargs)
+        other = RouteStore(store.redis, "chunks", chunk_rows=CHUNK)
+        await other.unregister_broker("c1", MASTER.addr, "g")
+        return first + await many(name, calls[1:], **kwargs)
+
+    store._call_many = unregistered_meanwhile  # type: ignore[method-assign]
+    seen = record(store)
+    await store.register_broker(CHANGED)
+    # After the first stale chunk no other is sent (but the one already in flight).
+    assert seen.count("register_topics") <= 3
+    assert await store.all_topics() == []
+    assert await orphans(store.redis, store.keys) == []
+
+
+async def test_delete_absent_in_chunks(store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(MASTER)
+    assert await store.register_topic("Extra", [QueueData("g", 2, 2, 6)]) == 1
+    # Two topics sent (one call would do) but 19 to remove: the registration runs in chunks.
+    seen = record(store)
+    await store.register_broker(replace(MASTER, topic_configs=TOPICS[:2]),
+                                delete_absent_topics=True)
+    assert seen.count("register_topics") == 1 + 7  # one chunk written, ceil(19 / 3) removed
+    assert await store.all_topics() == ["T0", "T1"]
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_a_big_group_unregistered_drains_in_chunks(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(MASTER)
+    seen = record(store)
+    assert await store.unregister_broker("c1", MASTER.addr, "g") == 1
+    assert seen == ["unregister_broker"] + ["drain_cleanup"] * 7  # ceil(20 / 3)
+    assert await store.all_topics() == []
+    assert await any_redis.exists(store.keys.cleanups, store.keys.cleanup("g")) == 0
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_an_interrupted_cascade_is_invisible_and_the_sweep_finishes_it(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """The unregister call ran, the worker died before draining: routes already leave the group
+    out, its name cannot register until drained, and the sweep's drain finishes it."""
+    await store.register_broker(MASTER)
+    await store._call("unregister_broker", ["c1", MASTER.addr, "g", "", CHUNK])
+    assert await any_redis.sismember(store.keys.cleanups, "g")
+    assert await orphans(any_redis, store.keys) == []  # a consistent state
+    await store._call("drain_cleanup", ["g", CHUNK])  # died after one drain call
+    assert await orphans(any_redis, store.keys) == []
+    assert all([await store.pickup_route(t.topic_name) is None for t in TOPICS])
+    assert (await store.cluster_info()).broker_addr_table == {}
+    assert await store.drain_cleanups() == len(TOPICS) - CHUNK
+    assert await store.all_topics() == []
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_a_registration_waits_for_its_groups_drain(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(MASTER)
+    await store._call("unregister_broker", ["c1", MASTER.addr, "g", "", CHUNK])
+    small = replace(MASTER, topic_configs=TOPICS[:2])
+    await store.register_broker(small)
+    assert await store.all_topics() == ["T0", "T1"]
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_an_expired_big_group_drains_in_chunks(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(MASTER)
+    await store.register_broker(replace(MASTER, name="h", addr="10.0.0.2:10911"))
+    result = await store.sweep(now_ms=10**15, batch=10)
+    assert sorted(r[2] for r in result.removed) == ["g", "h"]
+    assert await store.all_topics() == []
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_a_slave_leaving_a_big_group_announces_every_route(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """A group of more than 500 topics is announced as '*' rather than topic by topic."""
+    big = [TopicConfig(f"B{i}", 8, 8, 6) for i in range(501)]
+    await store.register_broker(replace(MASTER, topic_configs=big))
+    slave = replace(MASTER, broker_id=1, addr="10.0.0.2:10911", topic_configs=big)
+    await store.register_broker(slave)
+    pubsub = any_redis.pubsub()
+    await pubsub.subscribe(store.keys.changes)
+    await pubsub.get_message(timeout=1)
+    assert await store.unregister_broker("c1", slave.addr, "g") == 0
+    msg = await pubsub.get_message(timeout=1)
+    await pubsub.aclose()
+    assert msg is not None and msg["data"].endswith(" *")
+    read = await store.pickup_route("B7")
+    assert read is not None and read.route.broker_datas[0].broker_addrs == {0: MASTER.addr}
+
+
+@pytest.mark.parametrize("cluster", [None, "c1"])
+async def test_delete_topic_over_many_groups_in_chunks(
+        store: RouteStore, any_redis: aioredis.Redis, cluster: str | None) -> None:
+    for i in range(10):
+        await store.register_broker(BrokerRegistration(
+            "c1", f"10.0.1.{i}:1", f"g{i}", 0, data_version=DataVersion(1, 1),
+            topic_configs=[TopicConfig("shared"), TopicConfig(f"own{i}")]))
+    await store.register_broker(BrokerRegistration(
+        "c2", "10.0.2.1:1", "other", 0, data_version=DataVersion(1, 1),
+        topic_configs=[TopicConfig("shared"), TopicConfig("x")]))
+    seen = record(store)
+    assert await store.delete_topic("shared", cluster) == (10 if cluster else 11)
+    assert seen == ["delete_topic"] * 4  # ceil(10 / 3) or ceil(11 / 3) calls
+    read = await store.pickup_route("shared")
+    left = [] if read is None else [q.broker_name for q in read.route.queue_datas]
+    assert left == ([] if cluster is None else ["other"])
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_concurrent_chunked_registrations_of_two_groups(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    other = replace(MASTER, name="h", addr="10.0.0.2:10911")
+    await asyncio.gather(store.register_broker(MASTER), store.register_broker(other))
+    read = await store.pickup_route("T19")
+    assert read is not None and sorted(q.broker_name for q in read.route.queue_datas) == ["g", "h"]
+    assert await orphans(any_redis, store.keys) == []
+
+
+ACTING = replace(MASTER, enable_acting_master=True)
+ACTING_SLAVE = replace(ACTING, broker_id=1, addr="10.0.0.2:10911")
+
+
+async def stored_perms(store: RouteStore) -> set[int]:
+    return {int(await store.redis.hget(store.keys.queue(t.topic_name, "g"), "perm"))
+            for t in TOPICS}
+
+
+async def test_an_acting_master_group_losing_its_master_loses_write_perm_in_chunks(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    await store.register_broker(ACTING)
+    await store.register_broker(ACTING_SLAVE)
+    seen = record(store)
+    assert await store.unregister_broker("c1", ACTING.addr, "g") == 0
+    assert seen.count("clear_write_perm") >= 2
+    assert await stored_perms(store) == {4}
+    assert await any_redis.exists(store.keys.perm_clears) == 0
+    assert await orphans(any_redis, store.keys) == []
+
+
+async def test_an_interrupted_write_perm_clearing(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """The worker died before clearing: routes already show no write perm, the sweep's drain
+    clears the stored rows; a master back first rewrites them and the record is dropped."""
+    await store.register_broker(ACTING)
+    await store.register_broker(ACTING_SLAVE)
+    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    assert await any_redis.hexists(store.keys.perm_clears, "g")
+    read = await store.pickup_route("T0")
+    assert read is not None and read.route.queue_datas[0].perm == 4
+    assert await orphans(any_redis, store.keys) == []
+    assert await store.drain_cleanups() == len(TOPICS)
+    assert await stored_perms(store) == {4}
+
+    await store.register_broker(ACTING)
+    assert await stored_perms(store) == {6}
+    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    await store.register_broker(ACTING)  # the master is back before any drain
+    assert await store.drain_cleanups() == 0
+    assert await stored_perms(store) == {6}
+    assert await any_redis.exists(store.keys.perm_clears) == 0
+
+
+async def test_wipe_and_add_write_perm_in_chunks(store: RouteStore) -> None:
+    await store.register_broker(MASTER)
+    seen = record(store)
+    assert await store.wipe_write_perm("g") == len(TOPICS)
+    assert len(seen) > 1
+    assert await stored_perms(store) == {4}
+    assert await store.add_write_perm("g") == len(TOPICS)
+    assert await stored_perms(store) == {6}
+
+
+async def test_many_groups_touched_in_one_call_are_announced_as_any_route(
+        store: RouteStore, any_redis: aioredis.Redis) -> None:
+    """A sweep expiring slaves of several groups touches at most 500 topics by name."""
+    for g in range(3):
+        topics = [TopicConfig(f"G{g}-{i}", 8, 8, 6) for i in range(200)]
+        master = BrokerRegistration("c1", f"10.0.{g}.1:1", f"grp{g}", 0,
+                                    data_version=DataVersion(1, 1), topic_configs=topics)
+        await store.register_broker(master)
+        await store.register_broker(replace(master, broker_id=1, addr=f"10.0.{g}.2:1",
+                                            heartbeat_timeout_millis=1))
+        await store.heartbeat("c1", master.addr)
+    pubsub = any_redis.pubsub()
+    await pubsub.subscribe(store.keys.changes)
+    await pubsub.get_message(timeout=1)
+    seconds, _ = await any_redis.time()
+    result = await store.sweep(now_ms=seconds * 1000 + 10_000)
+    assert sorted(r[2] for r in result.removed) == ["grp0", "grp1", "grp2"]
+    msg = await pubsub.get_message(timeout=1)
+    await pubsub.aclose()
+    assert msg is not None and msg["data"].endswith(" *")
+    assert await orphans(any_redis, store.keys) == []
