@@ -12,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
+from nsfleet.domain.model import BrokerRegistration
 from nsfleet.http import parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
@@ -44,8 +45,22 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 # --- brokers -------------------------------------------------------------------------------------
 
+# A registration body bigger than this (about 600 topics) is parsed in a thread, so the
+# reads this worker serves meanwhile are not held behind it.
+OFF_LOOP_BODY_BYTES = 64 * 1024
+
+
+def _registration(raw: bytes) -> BrokerRegistration:
+    return parse.registration(parse.json_object(raw))
+
+
 async def register_broker(request: web.Request) -> web.Response:
-    result = await _ns(request).register_broker(parse.registration(await _body(request)))
+    raw = await request.read()
+    if len(raw) > OFF_LOOP_BODY_BYTES:
+        reg = await asyncio.to_thread(_registration, raw)
+    else:
+        reg = _registration(raw)
+    result = await _ns(request).register_broker(reg)
     return ok({"masterAddr": result.master_addr, "haServerAddr": result.ha_server_addr,
                "kvTable": result.kv_table, "registrationId": result.generation,
                "fenced": result.fenced,

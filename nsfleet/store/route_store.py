@@ -45,6 +45,9 @@ PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second 
 # 250 rows keep every call of a big registration or cascade under ~5 ms of Redis time (more
 # on a loaded machine; bench/script_time.py), so no other client waits longer than that.
 CHUNK_ROWS = 250
+# A table of more topics is validated and encoded in a thread: that is milliseconds per thousand
+# topics, which would otherwise hold every read the worker serves meanwhile.
+OFF_LOOP_TOPICS = 500
 CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
 
 
@@ -192,17 +195,11 @@ class RouteStore:
 
     # --- brokers -------------------------------------------------------------------------------
 
-    async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
-                              return_order_conf: bool = True,
-                              connection: str | None = None) -> RegisterResult:
-        """Register (RouteInfoManager.registerBroker). ``connection`` names the remoting
-        connection it came over ("<worker>:<n>"), which then keeps the broker registered until
-        it closes (``connection_closed``)."""
+    def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
+                       ) -> tuple[list[list[Any]], list[list[Any]], list[bytes], list[bytes], str]:
+        """Validate ``reg`` and encode its topic table as the scripts take it: the rows, the
+        static-topic mappings, both in chunks, and the digest taken over those chunks."""
         reg.validated()
-        dv = reg.data_version
-        timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
-        acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
-        filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
         # Java files a mapping under its own bname; only storable topic names are kept.
         mappings = []
         for topic, raw in sorted(reg.topic_queue_mappings.items()):
@@ -212,14 +209,29 @@ class RouteStore:
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)])
         rows = [[tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
                  tc.topic_sys_flag] for tc in reg.topic_configs]
-        # Encoded once, in the chunks a big registration sends; the digest is taken over them.
         n = self.chunk_rows
         topic_chunks = [_json(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [_json(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(_flag(delete_absent_topics).encode(), digest_size=16)
         for text in (*topic_chunks, b"|", *mapping_chunks):
             hasher.update(text)
-        digest = hasher.hexdigest()
+        return rows, mappings, topic_chunks, mapping_chunks, hasher.hexdigest()
+
+    async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
+                              return_order_conf: bool = True,
+                              connection: str | None = None) -> RegisterResult:
+        """Register (RouteInfoManager.registerBroker). ``connection`` names the remoting
+        connection it came over ("<worker>:<n>"), which then keeps the broker registered until
+        it closes (``connection_closed``)."""
+        if len(reg.topic_configs) > OFF_LOOP_TOPICS:
+            table = await asyncio.to_thread(self._encoded_table, reg, delete_absent_topics)
+        else:
+            table = self._encoded_table(reg, delete_absent_topics)
+        rows, mappings, topic_chunks, mapping_chunks, digest = table
+        dv = reg.data_version
+        timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
+        acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
+        filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
 
         def args(mode: str) -> list[Any]:
             full = mode == "full"
