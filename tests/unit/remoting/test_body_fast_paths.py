@@ -15,7 +15,7 @@ from nsfleet.remoting import bodies
 from nsfleet.remoting.bodies import decode_register_body, decode_topic_config_line
 from nsfleet.remoting.codec import V3_0_11, V5_0_0
 from nsfleet.remoting.fastjson import loads_lenient
-from nsfleet.remoting.handlers import Connection
+from nsfleet.remoting.handlers import OFF_LOOP_BODY_BYTES, Connection
 from tests.unit.remoting.test_bodies import SAMPLE_4X, SAMPLE_5X
 
 TC = '"topicConfigTable":{"T":{"perm":6,"readQueueNums":4,"topicName":"T","writeQueueNums":4}}'
@@ -132,12 +132,25 @@ def test_deep_nesting_is_a_value_error_not_a_crash(text: str) -> None:
         loads_lenient(text.encode())
 
 
-def test_the_connection_remembers_its_last_decoded_body_only_for_the_same_bytes() -> None:
+async def test_the_connection_remembers_its_last_decoded_body_only_for_the_same_bytes() -> None:
     conn = Connection(peer="p")
-    first = conn.register_body(SAMPLE_5X, False, V5_0_0)
-    assert conn.register_body(bytes(SAMPLE_5X), False, V5_0_0) is first
-    assert conn.register_body(SAMPLE_5X, False, 405) is not first  # another version
+    first = await conn.register_body(SAMPLE_5X, False, V5_0_0)
+    assert await conn.register_body(bytes(SAMPLE_5X), False, V5_0_0) is first
+    assert await conn.register_body(SAMPLE_5X, False, 405) is not first  # another version
     changed = SAMPLE_5X.replace(b'"counter":5', b'"counter":6')
-    assert conn.register_body(changed, False, V5_0_0).data_version.counter == 6
-    assert conn.register_body(SAMPLE_5X, False, V5_0_0).data_version.counter == 5
-    assert conn.register_body(None, False, V5_0_0).topic_config_table == {}
+    assert (await conn.register_body(changed, False, V5_0_0)).data_version.counter == 6
+    assert (await conn.register_body(SAMPLE_5X, False, V5_0_0)).data_version.counter == 5
+    assert (await conn.register_body(None, False, V5_0_0)).topic_config_table == {}
+
+
+async def test_a_big_body_is_decoded_off_the_loop_to_the_same_result() -> None:
+    """Past OFF_LOOP_BODY_BYTES the decode runs in a thread; the answer is the same."""
+    topics = ",".join(f'"T{i}":{{"topicName":"T{i}","readQueueNums":4,"writeQueueNums":4,'
+                      f'"perm":6,"topicFilterType":"SINGLE_TAG","topicSysFlag":0,'
+                      f'"order":false}}' for i in range(2000))
+    big = (b'{"topicConfigSerializeWrapper":{"dataVersion":{"counter":1,"timestamp":1},'
+           b'"topicConfigTable":{' + topics.encode() + b'}},"filterServerList":[]}')
+    assert len(big) > OFF_LOOP_BODY_BYTES
+    decoded = await Connection(peer="p").register_body(big, False, V5_0_0)
+    assert decoded == decode_register_body(big, False, V5_0_0)
+    assert len(decoded.topic_config_table) == 2000
