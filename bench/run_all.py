@@ -29,6 +29,7 @@ BENCH = Path(__file__).parent
 # (script, cap in seconds for a full run); quick runs get a fifth of the cap.
 SCRIPTS: tuple[tuple[str, int], ...] = (
     ("reregistration", 900),
+    ("script_time", 900),
     ("remoting_register", 600),
     ("hotpath", 900),
     ("route_bench", 300),

@@ -29,6 +29,12 @@ def _cascade_longest(data: dict[str, Any]) -> float:
     return max(row["longest_script_ms_max"] for row in data["cascade_by_total_topics"].values())
 
 
+def _script_time_longest(data: dict[str, Any]) -> float:
+    """The longest single script call of any operation at the largest size measured."""
+    size = max((k for k in data if k.isdigit()), key=int)
+    return max(op["longest_script_ms"] for op in data[size].values())
+
+
 CONTENTION_MODES = {"cache_off": "cache off, readers saturating",
                     "cache_on": "cache on, readers saturating",
                     "cache_off_paced": "cache off, readers paced",
@@ -40,8 +46,23 @@ FIGURES: tuple[Figure, ...] = (
            ("60000", "unchanged", "redis_script_ms_per_registration"), 1.0, unit="ms"),
     Figure("first registration of 60k topics, wall", "reregistration",
            ("60000", "first_registration_wall_ms"), 1000.0, unit="ms"),
-    Figure("changed 60k-topic registration, longest single script", "reregistration",
-           ("60000", "changed_data_version", "longest_script_ms"), 10.0, unit="ms"),
+    Figure("first registration of 60k topics, wall (chunked; bench/script_time.py)",
+           "script_time", ("60000", "first_registration", "wall_ms"), 1000.0, unit="ms"),
+    Figure("longest single script call at 60k topics: first, changed and unchanged "
+           "registration, delete_absent, unregister and expiry cascades, topic deletion",
+           "script_time", ("@script_time_longest",), 10.0, unit="ms"),
+    Figure("worst stall another Redis client saw during a changed 60k-topic registration",
+           "script_time", ("60000", "changed_registration", "ping_ms_max"), None, unit="ms"),
+    Figure("60k-topic compressed REGISTER_BROKER over remoting, unchanged, round trip",
+           "remoting_register", ("over_remoting", "5x_compressed", "unchanged_ms_p50"), 300.0,
+           unit="ms"),
+    Figure("60k-topic compressed REGISTER_BROKER over remoting, unchanged on a new connection "
+           "(full decode), round trip", "remoting_register",
+           ("over_remoting", "5x_compressed", "unchanged_full_decode_ms_p50"), 300.0, unit="ms"),
+    Figure("cached HTTP route reads / bare aiohttp handler (wrk, same run)", "hotpath",
+           ("http", "ratio"), 0.8, at_most=False, unit="x"),
+    Figure("cached remoting route reads / minimal framed-TCP server (same run)", "hotpath",
+           ("remoting", "ratio"), 0.8, at_most=False, unit="x"),
     Figure("sweep, 10k live brokers, none due: Redis script time per sweep", "sweep_cascade",
            ("sweep_none_due_by_live_brokers", "10000", "script_ms_per_sweep"), None, unit="ms"),
     Figure("sweep, 1,000 due among 10k: longest single script", "sweep_cascade",
@@ -65,7 +86,7 @@ FIGURES: tuple[Figure, ...] = (
            ("worker", "worker_rss_mib_every_route_cached"), None, unit="MiB"),
 )
 
-COMPUTED = {"@cascade_longest": _cascade_longest}
+COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest}
 
 
 def value(figure: Figure) -> float | None:
