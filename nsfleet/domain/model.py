@@ -253,6 +253,44 @@ class DroppedTopic:
         return f"{self.topic[:200]!r}: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedTopics:
+    """A topic table as registration stores it: how many topics were sent, the storable ones
+    (a topic listed twice keeps its last entry) and the dropped ones with why."""
+
+    sent: int
+    kept: Sequence[TopicConfig]
+    dropped: Sequence[DroppedTopic]
+
+
+def check_topics(configs: Sequence[TopicConfig]) -> CheckedTopics:
+    """Keep every topic that can be stored, as the Java NameServer keeps every topic: a topic
+    that cannot be stored (``validation.registered_topic``, values outside Java's int) is
+    dropped alone."""
+    kept: dict[str, TopicConfig] = {}
+    dropped: list[DroppedTopic] = []
+    lo, hi = validation.JAVA_INT_MIN, validation.JAVA_INT_MAX
+    for tc in configs:
+        reason = validation.registered_topic(tc.topic_name)
+        # One chained comparison for the usual case (60,000 topics: this loop is most of
+        # a big registration's Python time); the field is named only when one is out.
+        if reason is None and not (lo <= tc.read_queue_nums <= hi and lo <= tc.write_queue_nums
+                                   <= hi and lo <= tc.perm <= hi and lo <= tc.topic_sys_flag
+                                   <= hi):
+            for value, what in ((tc.read_queue_nums, "readQueueNums"),
+                                (tc.write_queue_nums, "writeQueueNums"),
+                                (tc.perm, "perm"), (tc.topic_sys_flag, "topicSysFlag")):
+                if not lo <= value <= hi:
+                    reason = f"{what} {value} is outside Java's int"
+        if reason is None:
+            if tc.topic_name in kept:
+                del kept[tc.topic_name]
+            kept[tc.topic_name] = tc
+        else:
+            dropped.append(DroppedTopic(tc.topic_name, reason))
+    return CheckedTopics(len(configs), list(kept.values()), dropped)
+
+
 @dataclass(slots=True)
 class BrokerRegistration:
     """One REGISTER_BROKER call, whichever protocol it came in on."""
@@ -276,11 +314,12 @@ class BrokerRegistration:
     topics_sent: int = 0
     dropped_topics: list[DroppedTopic] = field(default_factory=list)
 
-    def validated(self) -> BrokerRegistration:
+    def validated(self, topics: CheckedTopics | None = None) -> BrokerRegistration:
         """Check what identifies the broker (ValidationError naming the field) and keep every
         topic that can be stored, as the Java NameServer keeps every topic: a topic that cannot
         be stored (``validation.registered_topic``, values outside Java's int) is dropped alone
-        and listed in ``dropped_topics``. A topic listed twice keeps its last entry."""
+        and listed in ``dropped_topics``. A topic listed twice keeps its last entry.
+        ``topics``: ``check_topics(self.topic_configs)`` when the caller already has it."""
         validation.name(self.cluster, "clusterName")
         validation.addr(self.addr, "brokerAddr")
         validation.name(self.name, "brokerName")
@@ -299,27 +338,8 @@ class BrokerRegistration:
                                validation.JAVA_LONG_MIN, validation.JAVA_LONG_MAX)
         for i, f in enumerate(self.filter_server_list or ()):
             validation.stored_text(f, f"filterServerList[{i}]")
-        self.topics_sent = len(self.topic_configs)
-        kept: dict[str, TopicConfig] = {}
-        self.dropped_topics = []
-        lo, hi = validation.JAVA_INT_MIN, validation.JAVA_INT_MAX
-        for tc in self.topic_configs:
-            reason = validation.registered_topic(tc.topic_name)
-            # One chained comparison for the usual case (60,000 topics: this loop is most of
-            # a big registration's Python time); the field is named only when one is out.
-            if reason is None and not (lo <= tc.read_queue_nums <= hi and lo <= tc.write_queue_nums
-                                       <= hi and lo <= tc.perm <= hi and lo <= tc.topic_sys_flag
-                                       <= hi):
-                for value, what in ((tc.read_queue_nums, "readQueueNums"),
-                                    (tc.write_queue_nums, "writeQueueNums"),
-                                    (tc.perm, "perm"), (tc.topic_sys_flag, "topicSysFlag")):
-                    if not lo <= value <= hi:
-                        reason = f"{what} {value} is outside Java's int"
-            if reason is None:
-                if tc.topic_name in kept:
-                    del kept[tc.topic_name]
-                kept[tc.topic_name] = tc
-            else:
-                self.dropped_topics.append(DroppedTopic(tc.topic_name, reason))
-        self.topic_configs = list(kept.values())
+        checked = topics if topics is not None else check_topics(self.topic_configs)
+        self.topics_sent = checked.sent
+        self.dropped_topics = list(checked.dropped)
+        self.topic_configs = checked.kept
         return self

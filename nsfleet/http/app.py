@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -12,6 +14,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
+from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import BrokerRegistration
 from nsfleet.http import parse
 from nsfleet.http.errors import make_middleware
@@ -50,8 +53,19 @@ async def _body(request: web.Request) -> dict[str, Any]:
 OFF_LOOP_BODY_BYTES = 64 * 1024
 
 
+# Registrations parsed from bodies seen before, by a digest of the bytes: a broker re-sends the
+# same body every 30 s while nothing changed (a different body is a different key).
+_PARSED_BODIES: BoundedMemo[BrokerRegistration] = BoundedMemo()
+
+
 def _registration(raw: bytes) -> BrokerRegistration:
-    return parse.registration(parse.json_object(raw))
+    key = hashlib.blake2b(raw, digest_size=20).digest()
+    template = _PARSED_BODIES.get(key)
+    if template is None:
+        template = parse.registration(parse.json_object(raw))
+        _PARSED_BODIES.put(key, template, len(template.topic_configs))
+    # A copy: validation fills in the copy's own fields; the topic table (a tuple) is shared.
+    return dataclasses.replace(template)
 
 
 async def register_broker(request: web.Request) -> web.Response:

@@ -57,8 +57,8 @@ def registration(body: dict[str, Any]) -> BrokerRegistration:
         enable_acting_master=(None if enable_acting is None
                               else to_bool(enable_acting, "enableActingMaster")),
         data_version=DataVersion.from_json(body.get("dataVersion")),
-        topic_configs=[TopicConfig.from_json(topic, conf) for topic, conf in
-                       to_object(body.get("topicConfigTable"), "topicConfigTable").items()],
+        topic_configs=tuple(TopicConfig.from_json(topic, conf) for topic, conf in
+                            to_object(body.get("topicConfigTable"), "topicConfigTable").items()),
         filter_server_list=filters)
 
 
