@@ -3,7 +3,9 @@
 Brokers re-send the same registration every 30 s. What the workers derive from it (the parsed
 body, the validated and encoded table) is a pure function of that input, so it is remembered
 for the same input: the same bytes, or the very same immutable table object. No answer can go
-stale: a changed input is another key. Bounded by the topics it holds, oldest out first.
+stale: a changed input is another key. Bounded by the topics it holds, oldest out first; the
+bound must hold every broker's table a worker sees (brokers x topics), or brokers re-registering
+in turn evict each other and nothing is ever found (1,000,000 topics: a few hundred MB at most).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ V = TypeVar("V")
 
 
 class BoundedMemo(Generic[V]):
-    def __init__(self, max_topics: int = 300_000) -> None:
+    def __init__(self, max_topics: int = 1_000_000) -> None:
         self.max_topics = max_topics
         self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._topics = 0
