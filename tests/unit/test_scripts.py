@@ -248,8 +248,9 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("register_broker", "head")][2:] == ["1", "0", "1", "1", "1"]
     assert seen[("register_topics", "ok")] == ["ok", "1"]
     assert seen[("drain_cleanup", "ok")] == ["ok", 2, 1]
-    # Redis scans a small set whole, fakeredis takes COUNT literally.
-    assert seen[("clear_write_perm", "ok")] in (["ok", 3, "0"], ["ok", 2, "1"])
+    # SSCAN's COUNT is a hint: fakeredis takes it literally; Redis may return a small set whole,
+    # with a cursor left to follow or not (a hashtable-encoded set: it depends on the hashing).
+    assert seen[("clear_write_perm", "ok")] in (["ok", 3, "0"], ["ok", 3, "1"], ["ok", 2, "1"])
     assert seen[("heartbeat", "unknown")] == ["unknown", "0", "", "", ""]
     assert seen[("heartbeat", "ok")] == ["ok", "0", "1", "100", "2"]
     assert seen[("route", "none")] == ["none"]
