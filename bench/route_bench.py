@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import statistics
 import tempfile
 import time
@@ -89,23 +90,28 @@ async def http_load(url: str, topics: int, seconds: float, concurrency: int = 32
     return count / seconds
 
 
+def route_request(opaque: int, topics: int) -> bytes:
+    """GET_ROUTEINFO_BY_TOPIC for one of ``Topic-0`` .. ``Topic-<topics - 1>``."""
+    return encode_frame(RemotingCommand(code=105, version=479, opaque=opaque,
+                                        ext_fields={"topic": f"Topic-{opaque % topics}"}))
+
+
 async def remoting_load(port: int, topics: int, seconds: float, conns: int = 8,
-                        window: int = 16) -> float:
+                        window: int = 16, tls: ssl.SSLContext | None = None) -> float:
+    """Route reads per second over ``conns`` long-lived connections, ``window`` requests in
+    flight on each (``tls``: over TLS)."""
     count = 0
     deadline = time.monotonic() + seconds
 
     async def one(c: int) -> None:
         nonlocal count
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        decoder = FrameDecoder()
-        opaque = 0
-        outstanding = 0
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=tls, server_hostname="127.0.0.1" if tls else None)
+        decoder, opaque, outstanding = FrameDecoder(), c * 1_000_000, 0
         while time.monotonic() < deadline or outstanding:
             while outstanding < window and time.monotonic() < deadline:
                 opaque += 1
-                writer.write(encode_frame(RemotingCommand(
-                    code=105, version=479, opaque=opaque,
-                    ext_fields={"topic": f"Topic-{(c + opaque) % topics}"})))
+                writer.write(route_request(opaque, topics))
                 outstanding += 1
             await writer.drain()
             for resp in decoder.feed(await reader.read(1 << 16)):

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 from benchlib import new_results, start_worker, write_results
-from route_bench import populate
+from route_bench import populate, remoting_load, route_request
 
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.codec import FrameDecoder, RemotingCommand, encode_frame
+from nsfleet.remoting.codec import FrameDecoder
 from nsfleet.store import RouteStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,36 +40,6 @@ def opener(port: int, ctx: ssl.SSLContext | None) -> Opener:
         return asyncio.open_connection("127.0.0.1", port, ssl=ctx,
                                        server_hostname="127.0.0.1" if ctx else None)
     return open_
-
-
-def route_request(opaque: int, topics: int) -> bytes:
-    return encode_frame(RemotingCommand(code=105, version=479, opaque=opaque,
-                                        ext_fields={"topic": f"Topic-{opaque % topics}"}))
-
-
-async def steady_reads(open_: Opener, topics: int, seconds: float, conns: int = 8,
-                       window: int = 16) -> float:
-    """Route reads per second over long-lived, pipelined connections."""
-    count = 0
-    deadline = time.monotonic() + seconds
-
-    async def one(c: int) -> None:
-        nonlocal count
-        reader, writer = await open_()
-        decoder, opaque, outstanding = FrameDecoder(), c * 1_000_000, 0
-        while time.monotonic() < deadline or outstanding:
-            while outstanding < window and time.monotonic() < deadline:
-                opaque += 1
-                writer.write(route_request(opaque, topics))
-                outstanding += 1
-            await writer.drain()
-            for resp in decoder.feed(await reader.read(1 << 16)):
-                assert resp.code == 0, resp.remark
-                outstanding -= 1
-                count += 1
-        writer.close()
-    await asyncio.gather(*(one(c) for c in range(conns)))
-    return count / seconds
 
 
 async def new_connections(open_: Opener, topics: int, seconds: float,
@@ -120,17 +90,18 @@ async def main() -> None:
             server.url, Path(tmp) / "tls.log", NSFLEET_NAMESPACE="bench",
             NSFLEET_TLS_MODE="permissive", NSFLEET_TLS_CERT_FILE=str(cert.cert_file),
             NSFLEET_TLS_KEY_FILE=str(cert.key_file))
-        variants = {"disabled_plaintext": opener(plain_port, None),
-                    "permissive_plaintext": opener(tls_port, None),
-                    "permissive_tls": opener(tls_port, ctx)}
+        variants = {"disabled_plaintext": (plain_port, None),
+                    "permissive_plaintext": (tls_port, None),
+                    "permissive_tls": (tls_port, ctx)}
         samples: dict[str, list[float]] = {}
         try:
             for _ in range(args.rounds):
-                for name, open_ in variants.items():
+                for name, (port, context) in variants.items():
                     samples.setdefault(f"steady_reads_per_s_{name}", []).append(
-                        await steady_reads(open_, args.topics, args.seconds))
+                        await remoting_load(port, args.topics, args.seconds, tls=context))
                     samples.setdefault(f"new_connections_per_s_{name}", []).append(
-                        await new_connections(open_, args.topics, args.seconds))
+                        await new_connections(opener(port, context), args.topics,
+                                              args.seconds))
         finally:
             for proc in (plain_proc, tls_proc):
                 proc.terminate()
