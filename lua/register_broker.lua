@@ -19,12 +19,13 @@
     ARGV[16] how many topics the broker's table held as sent (the single-topic guard counts
              those; topics nsfleet could not store are not among the T below)
     ARGV[17] the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
-    ARGV[18] number of static-topic mappings M in ARGV[23+F] (likewise)
+    ARGV[18] number of static-topic mappings M in the table (in every mode; in "full" mode they
+             are ARGV[23+F])
     ARGV[19] digest of the topic table, mappings and deleteTopicWithBrokerRegistration as sent
     ARGV[20] "full": the whole registration in this call;
-             "probe": T and M are 0 and the topics are not sent; the registration is
-             applied only if it needs no per-topic work (see "The unchanged re-registration"
-             below), else the script answers {"full"} having written nothing;
+             "probe": T is 0 and the topics are not sent; the registration is applied only
+             if it needs no per-topic work (see "Skipping the queue data" below), else the
+             script answers {"full"} having written nothing;
              "head": the first call of a registration too big for one call (docs/architecture.md,
              "Bounded script time"): everything but the queue data, which register_topics.lua
              then writes in chunks before register_commit.lua records the table's digest; until
@@ -51,11 +52,12 @@
     {"full"}     (probe) the registration needs its topics: send it again with them
     {"chunk"}    (full) deleteTopicWithBrokerRegistration may remove more than L rows: register
                  in chunks ("head") instead; nothing is written
-    {"head", generation, force, clearWrite, writer, changed, fresh}   (head) written but the
+    {"head", generation, force, clearWrite, writer, changed, fresh, epoch}   (head) written but the
                  queue data: force "1" = write every topic (Java's isTopicConfigChanged for all
                  of them), clearWrite "1" = without the write perm, writer "1" = this broker
                  writes its group's queue data at all, fresh "1" = the group has no queue data
-                 yet
+                 yet, epoch = the group's topicsEpoch now (the commit checks that only the
+                 chunks changed it since)
     {"drain"}    the brokerName's previous group is still being removed (P:idx:cleanups): drain
                  it first; nothing is written
 ]]
@@ -99,12 +101,19 @@ end
 -- writes nothing so no empty group is left (a documented difference).
 if not old_addr and topics_sent == 1 then return {'rejected'} end
 
--- The unchanged re-registration (what every broker sends every 30 s): the same DataVersion and
--- the same table as the registration that last wrote this broker's topics, whose queue rows have
--- not changed since (the group's topicsEpoch counts every queue row added or removed by any
--- path), the same member at the same id, the same role (writer or not), the same group meta,
--- and a live row. Java would find
--- every topic present and unchanged and write no queue data, so none of it is read here: O(1).
+-- Skipping the queue data (step 10) when it would write nothing, so no per-topic key is read:
+-- * The unchanged re-registration (what every broker sends every 30 s): the same DataVersion and
+--   the same table as the registration that last wrote this broker's topics, whose queue rows
+--   have not changed since (the group's topicsEpoch counts every queue row added, removed or
+--   changed by any path). Java finds every topic present and writes nothing.
+-- * The same table under a new DataVersion, when the registration that recorded it wrote every
+--   row as the table says (a forced write: "synced") and no row has changed since. Java rewrites
+--   every topic with the values it already has (createAndUpdateQueueData), which changes
+--   nothing. Not for static-topic mappings (M > 0), which other groups' tables may also write,
+--   nor while a write-perm clear of the group is under way.
+-- * A broker that writes no queue data (a slave): Java reads none of its table.
+-- Each needs the same member at the same id, the same role (writer or not), the same group meta
+-- and a live row; a registration in chunks that has not committed never skips.
 -- "1" when this broker writes its group's queue data (step 9: the master, or a prime slave: a
 -- new-version broker with the lowest id and no master), given the group's members.
 local function writer_flag(ids)
@@ -121,21 +130,32 @@ local rkey = k_reg(cluster, addr)
 -- A registration in chunks that has not committed: whatever the DataVersion says, its table may
 -- be half written.
 local pending = rcall('HEXISTS', rkey, 'pending') == 1
-local unchanged = false
-if old_addr == addr and rcall('EXISTS', bkey) == 1 then
+local skip = false      -- step 10 would write nothing
+local synced = '0'      -- after this registration: the group's rows are what this table makes
+if old_addr == addr and not pending and rcall('EXISTS', bkey) == 1 then
   local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
-    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer')
+    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer', 'synced')
   local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
   local acting_now = (acting_arg == 'true') and 'true' or 'false'
-  unchanged = r[1] == name and r[2] == digest and r[3] == (g[1] or '0') and r[4] == dv_counter
-    and r[5] == dv_ts and r[6] == dv_state and g[2] == acting_now and (g[3] or '') == zone
-    and r[7] == writer_flag(members) and not pending
+  local writer = writer_flag(members)
+  local same_role = r[1] == name and r[7] == writer and g[2] == acting_now
+    and (g[3] or '') == zone
   for mid, maddr in pairs(members) do
-    if maddr == addr and mid ~= id then unchanged = false end
+    if maddr == addr and mid ~= id then same_role = false end
+  end
+  if same_role and writer == '0' then
+    skip = true
+  elseif same_role and r[2] == digest and r[3] == (g[1] or '0') then
+    if r[4] == dv_counter and r[5] == dv_ts and r[6] == dv_state then
+      skip, synced = true, r[8] or '0'
+    elseif r[8] == '1' and tonumber(ARGV[18]) == 0
+        and rcall('HEXISTS', k_perm_clears(), name) == 0 then
+      skip, synced = true, '1'
+    end
   end
 end
-if probe and not unchanged then return {'full'} end
-if mode == 'full' and delete_absent and not unchanged
+if probe and not skip then return {'full'} end
+if mode == 'full' and delete_absent and not skip
     and rcall('SCARD', k_broker_topics(name)) > drop_budget then
   return {'chunk'}
 end
@@ -192,7 +212,7 @@ local force = register_first or pending or stored[1] ~= dv_counter or stored[2] 
   or stored[3] ~= dv_state
 local clear_write = is_prime_slave and acting == 'true'
 local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
-if (is_master or is_prime_slave) and not unchanged and not head then
+if (is_master or is_prime_slave) and not skip and not head then
   local topics = cjson.decode(ARGV[table_at])
   write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write, fresh)
   if delete_absent then
@@ -222,7 +242,11 @@ rcall('HSET', rkey, 'brokerName', name, 'brokerId', id, 'generation', generation
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
   'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
   'tableDigest', head and '' or digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0',
-  'writer', (is_master or is_prime_slave) and '1' or '0')
+  'writer', (is_master or is_prime_slave) and '1' or '0',
+  -- A forced write (a first registration, a new DataVersion) leaves every row as the table says;
+  -- a registration in chunks is synced by its commit.
+  'synced', (skip and synced) or ((force and not head and (is_master or is_prime_slave)) and '1')
+    or '0')
 -- Committed by register_commit.lua once every chunk is written; until then a probe answers
 -- "full" (no digest), a registration rewrites every topic and QUERY_DATA_VERSION says changed.
 if head then
@@ -266,6 +290,7 @@ end
 local changed = publish_changes() and '1' or '0'
 if head then
   return {'head', generation, force and '1' or '0', clear_write and '1' or '0',
-    (is_master or is_prime_slave) and '1' or '0', changed, fresh and '1' or '0'}
+    (is_master or is_prime_slave) and '1' or '0', changed, fresh and '1' or '0',
+    rcall('HGET', gkey, 'topicsEpoch') or '0'}
 end
 return register_reply(cluster, name, id, generation, changed, want_kv)

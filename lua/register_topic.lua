@@ -32,9 +32,8 @@ for i = 0, n - 1 do
     'readQueueNums', ARGV[at + 1], 'writeQueueNums', ARGV[at + 2], 'perm', ARGV[at + 3],
     'topicSysFlag', ARGV[at + 4])
   rcall('SADD', k_topic(topic), name)
-  if rcall('SADD', k_broker_topics(name), topic) == 1 then
-    rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)  -- the next registration does full work
-  end
+  rcall('SADD', k_broker_topics(name), topic)
+  rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)  -- the next registration does full work
   rcall('SADD', k_topics(), topic)
   written = written + 1
 end

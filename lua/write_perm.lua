@@ -34,6 +34,9 @@ for _, topic in ipairs(page[2]) do
     end
     if new ~= perm then
       rcall('HSET', qk, 'perm', new)
+      -- A changed row: the group's next registration writes its rows again (Java's does when
+      -- its DataVersion changed).
+      rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
       touch_topic(topic)
     end
   end

@@ -29,7 +29,8 @@ local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   rcall('SREM', k_topic(topic), name)
   if rcall('SREM', k_broker_topics(name), topic) == 1 and rcall('EXISTS', k_group(name)) == 1 then
-    -- A queue row of the group went: its next registration must do the full work again.
+    -- A queue row of the group went: its next registration must do the full work again
+    -- (topicsEpoch counts every row of the group added, removed or changed).
     rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
   end
   rcall('HDEL', k_mappings(topic), name)
@@ -45,6 +46,7 @@ local function clear_topic_write_perm(topic, name)
   local perm = tonumber(rcall('HGET', qk, 'perm'))
   if perm and writeable(perm) then
     rcall('HSET', qk, 'perm', perm - 2)
+    rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
     touch_topic(topic)
   end
 end

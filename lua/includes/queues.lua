@@ -14,9 +14,11 @@
 -- drops the write perm (a prime slave of an acting-master group). `fresh`: the group had no
 -- queue data when the registration began, so every row is new and none is read first (a first
 -- registration costs one HSET and one SADD per topic). Then the static-topic `mappings`
--- ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed.
+-- ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed, and counts every
+-- row added or changed in the group's topicsEpoch (what lets a registration skip this).
 local function write_queues(name, topics, mappings, force, clear_write, fresh)
   local added = {}
+  local rewritten = 0
   for _, e in ipairs(topics) do
     local topic = e[1]
     local qk = k_queue(topic, name)
@@ -34,6 +36,8 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
         if not cur[1] then
           rcall('SADD', k_topic(topic), name)
           added[#added + 1] = topic
+        else
+          rewritten = rewritten + 1
         end
         touch_topic(topic)
       end
@@ -43,14 +47,15 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
     local slice = {unpack(added, from, math.min(from + SLICE - 1, #added))}
     rcall('SADD', k_topics(), unpack(slice))
     local new = rcall('SADD', k_broker_topics(name), unpack(slice))
-    -- topicsEpoch counts the group's queue rows added or removed (the O(1) re-registration).
-    if new > 0 then rcall('HINCRBY', k_group(name), 'topicsEpoch', new) end
+    rewritten = rewritten + new
   end
   for _, m in ipairs(mappings) do
     local mk = k_mappings(m[1])
     if rcall('HGET', mk, m[2]) ~= m[3] then
       rcall('HSET', mk, m[2], m[3])
       touch_topic(m[1])
+      rewritten = rewritten + 1
     end
   end
+  if rewritten > 0 then rcall('HINCRBY', k_group(name), 'topicsEpoch', rewritten) end
 end

@@ -256,7 +256,7 @@ class RouteStore:
                     dv.state_version, -1 if filters is None else len(filters),
                     len(rows) if full else 0, _flag(delete_absent_topics),
                     _flag(return_order_conf), reg.topics_sent, connection or "",
-                    len(mappings) if full else 0, digest, mode, self.chunk_rows,
+                    len(mappings), digest, mode, self.chunk_rows,
                     *(filters or ()), topic_chunks[0] if full and topic_chunks else "[]",
                     mapping_chunks[0] if full and mapping_chunks else "[]"]
 
@@ -304,10 +304,13 @@ class RouteStore:
         Registration drops likewise, then register_commit.lua. A worker dying half-way leaves the
         registration record "pending", so the broker's next registration does it all again.
         Returns (changed, the commit's answer after its status)."""
-        generation, force, clear_write, writer, head_changed, fresh = head
+        generation, force, clear_write, writer, head_changed, fresh, epoch = head
         changed = head_changed == "1"
         base = [reg.cluster, reg.addr, reg.name, generation, force, clear_write]
         stale = False
+        # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
+        # meanwhile: then the commit records no epoch and the next registration does it all.
+        expected_epoch = int(epoch)
         if writer == "1":
             n = self.chunk_rows
             calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
@@ -315,7 +318,9 @@ class RouteStore:
             # A "stale" chunk: a newer registration of the broker, or its removal, took over.
             for status, rest in await self._call_many("register_topics", calls, stop_on="stale"):
                 stale = stale or status == "stale"
-                changed = changed or (status == "ok" and rest[0] == "1")
+                if status == "ok":
+                    changed = changed or rest[0] == "1"
+                    expected_epoch += int(rest[1])
             if delete_absent and not stale:
                 incoming = {r[0] for r in rows}
                 absent = [t async for t in self.redis.sscan_iter(
@@ -325,10 +330,13 @@ class RouteStore:
                          for i in range(0, len(absent), n)]
                 for status, rest in await self._call_many("register_topics", calls,
                                                           stop_on="stale"):
-                    changed = changed or (status == "ok" and rest[0] == "1")
+                    if status == "ok":
+                        changed = changed or rest[0] == "1"
+                        expected_epoch += int(rest[1])
         _, rest = await self._call(
             "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
-                                _flag(return_order_conf)],
+                                _flag(return_order_conf), expected_epoch,
+                                _flag(force == "1" and writer == "1")],
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 

@@ -164,6 +164,20 @@ class StoreMachine(RuleBasedStateMachine):
                        last.data_version, topics, last.heartbeat_timeout_millis,
                        last.filter_server_list, last.zone_name, False)
 
+    @precondition(lambda self: self.last_registration)
+    @rule(pick=st.integers(min_value=0), bump=st.sampled_from(["counter", "timestamp", "state"]))
+    def reregister_next_version(self, pick: int, bump: str) -> None:
+        """The same table under a new DataVersion (Java rewrites every topic with the values it
+        has; nsfleet skips that when Redis already holds them, which the model checks)."""
+        last = list(self.last_registration.values())[pick % len(self.last_registration)]
+        dv = last.data_version
+        dv = DataVersion(dv.counter + (bump == "counter"), dv.timestamp + (bump == "timestamp"),
+                         dv.state_version + (bump == "state"))
+        self._register(last.name, ADDRS[last.name].index(last.addr), last.broker_id,
+                       last.enable_acting_master, dv, list(last.topic_configs),
+                       last.heartbeat_timeout_millis, last.filter_server_list, last.zone_name,
+                       False)
+
     @precondition(lambda self: any(g.members for g in self.model.groups.values()))
     @rule(pick=st.integers(min_value=0), slot=st.integers(0, 2), dv=data_versions,
           topics=full_tables, acting=st.sampled_from([None, False, True]))

@@ -102,6 +102,40 @@ async def test_a_changed_registration_in_chunks_rewrites_every_topic(store: Rout
     assert await read_queue_nums(store, "T7") == 4
 
 
+async def test_after_a_chunked_registration_a_new_data_version_alone_is_one_probe(
+        store: RouteStore) -> None:
+    """The commit of a forced write in chunks records the rows as the table's ("synced"), so
+    the same table under a new DataVersion writes nothing (Java's rewrite changes no row)."""
+    await store.register_broker(MASTER)
+    seen = record(store)
+    next_dv = replace(MASTER, data_version=DataVersion(2, 101))
+    assert not (await store.register_broker(next_dv)).changed
+    assert seen == ["register_broker"]
+
+
+@pytest.mark.parametrize("after", [0, 3])
+async def test_a_row_changed_between_chunks_is_rewritten_by_the_next_data_version(
+        store: RouteStore, after: int) -> None:
+    """Another writer changes a row of the group while a registration's chunks run: the
+    commit records no epoch, so the next registration, same table under a new DataVersion,
+    rewrites every row instead of trusting the chunks."""
+    many = store._call_many
+
+    async def interleaved(name: str, calls: Any, **kwargs: Any) -> Any:
+        replies = await many(name, calls[:after], **kwargs)
+        # T19 is in the last chunk: written by the chunks after the change, or before it.
+        assert await store.register_topic("T0", [QueueData("g", 1, 1, 4)]) == 1
+        return replies + await many(name, calls[after:], **kwargs)
+
+    store._call_many = interleaved  # type: ignore[method-assign]
+    await store.register_broker(MASTER)
+    store._call_many = many  # type: ignore[method-assign]
+    seen = record(store)
+    await store.register_broker(replace(MASTER, data_version=DataVersion(2, 101)))
+    assert "register_topics" in seen
+    assert await read_queue_nums(store, "T0") == 8
+
+
 async def test_chunks_publish_their_topics(store: RouteStore, any_redis: aioredis.Redis) -> None:
     pubsub = any_redis.pubsub()
     await pubsub.subscribe(store.keys.changes)
