@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,8 +12,6 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.domain.memo import BoundedMemo
-from nsfleet.domain.model import BrokerRegistration
 from nsfleet.http import parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
@@ -53,27 +49,12 @@ async def _body(request: web.Request) -> dict[str, Any]:
 OFF_LOOP_BODY_BYTES = 64 * 1024
 
 
-# Registrations parsed from bodies seen before, by a digest of the bytes: a broker re-sends the
-# same body every 30 s while nothing changed (a different body is a different key).
-_PARSED_BODIES: BoundedMemo[BrokerRegistration] = BoundedMemo()
-
-
-def _registration(raw: bytes) -> BrokerRegistration:
-    key = hashlib.blake2b(raw, digest_size=20).digest()
-    template = _PARSED_BODIES.get(key)
-    if template is None:
-        template = parse.registration(parse.json_object(raw))
-        _PARSED_BODIES.put(key, template, len(template.topic_configs))
-    # A copy: validation fills in the copy's own fields; the topic table (a tuple) is shared.
-    return dataclasses.replace(template)
-
-
 async def register_broker(request: web.Request) -> web.Response:
     raw = await request.read()
     if len(raw) > OFF_LOOP_BODY_BYTES:
-        reg = await asyncio.to_thread(_registration, raw)
+        reg = await asyncio.to_thread(parse.registration_bytes, raw)
     else:
-        reg = _registration(raw)
+        reg = parse.registration_bytes(raw)
     result = await _ns(request).register_broker(reg)
     return ok({"masterAddr": result.master_addr, "haServerAddr": result.ha_server_addr,
                "kvTable": result.kv_table, "registrationId": result.generation,

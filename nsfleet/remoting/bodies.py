@@ -24,13 +24,8 @@ import msgspec
 
 from nsfleet.domain.errors import BodyDecodeError, ValidationError
 from nsfleet.domain.java import parse_int, to_object
-from nsfleet.domain.model import (
-    DEFAULT_PERM,
-    DEFAULT_READ_QUEUE_NUMS,
-    DEFAULT_WRITE_QUEUE_NUMS,
-    DataVersion,
-    TopicConfig,
-)
+from nsfleet.domain.model import DataVersion, TopicConfig
+from nsfleet.domain.topic_tables import fastjson_table, remembered
 from nsfleet.remoting.codec import V3_0_11, V5_0_0
 from nsfleet.remoting.fastjson import loads_lenient
 
@@ -53,6 +48,9 @@ class RegisterBody:
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     filter_server_list: list[str] | None = field(default_factory=list)
     topic_queue_mapping_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # topic_config_table's entries as a tuple, set by the decoder: one object per distinct table
+    # (nsfleet.domain.topic_tables), which the store recognises. Derived, so not compared.
+    topic_configs: tuple[TopicConfig, ...] = field(default=(), compare=False, repr=False)
 
 
 def crc32(body: bytes | bytearray | memoryview | None) -> int:
@@ -112,15 +110,6 @@ def _mapping_table(value: Any) -> dict[str, dict[str, Any]]:
 # goes the generic way, which reads it exactly as before.
 
 
-class _TopicConfigJson(msgspec.Struct):
-    topicName: str | None = None
-    readQueueNums: int | None = None
-    writeQueueNums: int | None = None
-    perm: int | None = None
-    topicSysFlag: int | None = None
-    order: bool | None = None
-
-
 class _DataVersionJson(msgspec.Struct):
     counter: int | None = None
     timestamp: int | None = None
@@ -129,7 +118,8 @@ class _DataVersionJson(msgspec.Struct):
 
 class _WrapperJson(msgspec.Struct):
     dataVersion: _DataVersionJson | None = None
-    topicConfigTable: dict[str, _TopicConfigJson | None] | None = None
+    # Left undecoded here: decoded once per distinct table (nsfleet.domain.topic_tables).
+    topicConfigTable: msgspec.Raw = msgspec.Raw(b"null")
     topicQueueMappingInfoMap: dict[str, dict[str, Any] | None] | None = None
 
 
@@ -143,25 +133,16 @@ _body_decoder: Final = msgspec.json.Decoder(_RegisterBodyJson)
 
 
 def _from_typed_wrapper(w: _WrapperJson | None) -> RegisterBody:
-    """What ``_decode_wrapper`` gives for the same JSON (TopicConfig.from_json's defaults)."""
+    """What ``_decode_wrapper`` gives for the same JSON (TopicConfig.from_json's defaults);
+    ValueError when the table is not of the common shape."""
     if w is None:
         return RegisterBody(filter_server_list=None)
     dv = w.dataVersion
-    table: dict[str, TopicConfig] = {}
-    for key, tc in (w.topicConfigTable or {}).items():
-        if tc is None:
-            continue
-        name = key if tc.topicName is None else tc.topicName
-        table[name] = TopicConfig(
-            name,
-            DEFAULT_READ_QUEUE_NUMS if tc.readQueueNums is None else tc.readQueueNums,
-            DEFAULT_WRITE_QUEUE_NUMS if tc.writeQueueNums is None else tc.writeQueueNums,
-            DEFAULT_PERM if tc.perm is None else tc.perm,
-            tc.topicSysFlag or 0, bool(tc.order))
+    table, configs = fastjson_table(w.topicConfigTable)
     return RegisterBody(
         data_version=(DataVersion() if dv is None else
                       DataVersion(dv.counter or 0, dv.timestamp or 0, dv.stateVersion or 0)),
-        topic_config_table=table, filter_server_list=None,
+        topic_config_table=table, topic_configs=configs, filter_server_list=None,
         topic_queue_mapping_info={k: v for k, v in (w.topicQueueMappingInfoMap or {}).items()
                                   if v is not None})
 
@@ -170,9 +151,9 @@ def _typed_json_form(body: bytes) -> RegisterBody | None:
     """The RegisterBrokerBody through the typed fast path; None when it must go the generic way."""
     try:
         parsed = _body_decoder.decode(body)
+        result = _from_typed_wrapper(parsed.topicConfigSerializeWrapper)
     except (ValueError, RecursionError):  # msgspec's errors, invalid UTF-8, deep nesting
         return None
-    result = _from_typed_wrapper(parsed.topicConfigSerializeWrapper)
     filters = parsed.filterServerList
     result.filter_server_list = ([] if filters is msgspec.UNSET else
                                  None if filters is None else [f for f in filters if f is not None])
@@ -184,9 +165,10 @@ def _typed_json_form(body: bytes) -> RegisterBody | None:
 
 def _decode_wrapper(obj: dict[str, Any]) -> RegisterBody:
     """A ``TopicConfigSerializeWrapper`` (or the AndMapping subclass) JSON object."""
+    table = _topic_table(obj.get("topicConfigTable"))
     return RegisterBody(
         data_version=DataVersion.from_json(obj.get("dataVersion")),
-        topic_config_table=_topic_table(obj.get("topicConfigTable")),
+        topic_config_table=table, topic_configs=tuple(table.values()),
         filter_server_list=None,
         topic_queue_mapping_info=_mapping_table(obj.get("topicQueueMappingInfoMap")),
     )
@@ -298,20 +280,36 @@ def _topic_lines(reader: _Reader, count: int) -> dict[str, TopicConfig]:
     return table
 
 
+_CompressedRest = tuple[dict[str, TopicConfig], tuple[TopicConfig, ...], list[str] | None,
+                        dict[str, dict[str, Any]]]
+
+
 def _decode_compressed_form(body: bytes, version: int, max_inflated: int) -> RegisterBody:
     reader = _Reader(_inflate(body, max_inflated))
-    result = RegisterBody()
-    result.data_version = DataVersion.from_json(
+    dv = DataVersion.from_json(
         _load_json(reader.read_block("the DataVersion"), "compressed DataVersion"))
+    # Everything after the DataVersion is decoded once per distinct content: a new DataVersion
+    # alone (what changes most) finds the table decoded before.
+    table, configs, filters, mappings = remembered(
+        ("compressed", version >= V5_0_0), memoryview(reader.data)[reader.pos:],
+        lambda: _compressed_rest(reader, version), lambda rest: len(rest[1]))
+    return RegisterBody(data_version=dv, topic_config_table=table, topic_configs=configs,
+                        filter_server_list=filters, topic_queue_mapping_info=mappings)
+
+
+def _compressed_rest(reader: _Reader, version: int) -> _CompressedRest:
+    """The compressed body after its DataVersion: topics, filter servers, static-topic
+    mappings."""
     count = reader.read_int("the topic count")
     if count < 0:
         raise BodyDecodeError(f"compressed body: negative topic count {count}")
-    result.topic_config_table = _topic_lines(reader, count)
-    filters = reader.read_block("the filter server list").decode("utf-8", "replace")
+    table = _topic_lines(reader, count)
+    text = reader.read_block("the filter server list").decode("utf-8", "replace")
     try:
-        result.filter_server_list = _filter_server_list(loads_lenient(filters))
+        filters = _filter_server_list(loads_lenient(text))
     except ValueError:
-        result.filter_server_list = []  # Java logs the parse failure and keeps an empty list
+        filters = []  # Java logs the parse failure and keeps an empty list
+    mappings: dict[str, dict[str, Any]] = {}
     # The mapping section exists only from V5_0_0 on (#5539). Leniently, a >= 5.0 body that ends
     # right after the filter list reads as having no mappings instead of failing.
     if version >= V5_0_0 and reader.remaining:
@@ -325,8 +323,8 @@ def _decode_compressed_form(body: bytes, version: int, max_inflated: int) -> Reg
             topic = info.get("topic")
             if topic is None:
                 raise BodyDecodeError("TopicQueueMappingInfo without a topic")
-            result.topic_queue_mapping_info[str(topic)] = info
-    return result
+            mappings[str(topic)] = info
+    return table, tuple(table.values()), filters, mappings
 
 
 def _looks_like_json(body: bytes) -> bool:

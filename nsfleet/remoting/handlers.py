@@ -18,7 +18,6 @@ from nsfleet.domain.model import (
     BrokerRegistration,
     DataVersion,
     QueueData,
-    TopicConfig,
     TopicRouteData,
 )
 from nsfleet.remoting.bodies import RegisterBody, crc32, decode_register_body
@@ -65,7 +64,6 @@ class Connection:
     registrations: dict[tuple[str, str], str] = field(default_factory=dict)
     # The last REGISTER_BROKER body decoded here: (compressed, version, bytes, decoded).
     last_register_body: tuple[bool, int, bytes, RegisterBody] | None = None
-    last_topics: tuple[TopicConfig, ...] | None = None  # its topic configs (topics_of)
 
     async def register_body(self, body: bytes | None, compressed: bool,
                             version: int) -> RegisterBody:
@@ -82,18 +80,7 @@ class Connection:
         else:
             decoded = decode_register_body(body, compressed, version)
         self.last_register_body = (compressed, version, body, decoded) if body else None
-        self.last_topics = None
         return decoded
-
-    def topics_of(self, body: RegisterBody) -> tuple[TopicConfig, ...]:
-        """The body's topic configs as a tuple: the same object for the remembered body, so
-        the store recognises a table it has already checked and encoded."""
-        last = self.last_register_body
-        if last is None or last[3] is not body:
-            return tuple(body.topic_config_table.values())
-        if self.last_topics is None:
-            self.last_topics = tuple(body.topic_config_table.values())
-        return self.last_topics
 
 
 def ok(cmd: RemotingCommand, ext_fields: dict[str, str] | None = None,
@@ -150,7 +137,7 @@ async def register_broker(ns: NameServer, h: RegisterBrokerHeader, cmd: Remoting
         heartbeat_timeout_millis=h.heartbeat_timeout_millis,
         enable_acting_master=h.enable_acting_master,
         data_version=body.data_version,
-        topic_configs=conn.topics_of(body),
+        topic_configs=body.topic_configs,
         filter_server_list=body.filter_server_list,
         topic_queue_mappings=body.topic_queue_mapping_info)
     result = await ns.register_broker(reg, connection=conn.id)

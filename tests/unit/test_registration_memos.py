@@ -1,7 +1,7 @@
 """The memos of unchanged registrations (nsfleet/domain/memo.py) never serve an old answer for
 a changed input: the store remembers a table's checks and encoding by the identity of the
-immutable tuple sent (never a list a caller could change), the HTTP API a parsed body by its
-bytes, a remoting connection its last decoded body and its topic tuple."""
+immutable tuple sent (never a list a caller could change), both protocols a decoded topic table
+by its bytes (nsfleet/domain/topic_tables.py), a remoting connection its last decoded body."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import redis.asyncio as aioredis
 from nsfleet.domain import model
 from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
-from nsfleet.http import app as http_app
+from nsfleet.http import parse
+from nsfleet.remoting.bodies import RegisterBody, decode_register_body
 from nsfleet.remoting.codec import V5_0_0
 from nsfleet.remoting.handlers import Connection
 from nsfleet.store import RouteStore
 from tests.support.invariants import orphans
-from tests.unit.remoting.test_bodies import SAMPLE_5X
+from tests.support.register_bodies import encode_register_body
 
 
 def _reg(topics: object, counter: int = 1) -> BrokerRegistration:
@@ -72,28 +73,68 @@ async def test_a_list_is_never_remembered(any_redis: aioredis.Redis,
     assert route is not None and route.route.queue_datas[0].perm == 2
 
 
-def test_http_bodies_are_parsed_once_per_bytes() -> None:
+def test_http_tables_are_decoded_once_per_bytes() -> None:
     body = (b'{"clusterName":"c1","brokerAddr":"10.0.0.1:10911","brokerName":"g","brokerId":0,'
-            b'"topicConfigTable":{"T1":{"perm":6},"T2":{}}}')
-    first, second = http_app._registration(body), http_app._registration(body)
-    assert first is not second  # each request validates its own copy
-    assert first.topic_configs is second.topic_configs  # the parsed table is shared
-    changed = http_app._registration(body.replace(b'"perm":6', b'"perm":4'))
+            b'"dataVersion":{"counter":1},"topicConfigTable":{"T1":{"perm":6},"T2":{}}}')
+    first, second = parse.registration_bytes(body), parse.registration_bytes(body)
+    assert first is not second  # each request validates its own registration
+    assert first.topic_configs is second.topic_configs  # the decoded table is shared
+    # A new DataVersion alone: the same table object.
+    next_dv = parse.registration_bytes(body.replace(b'"counter":1', b'"counter":2'))
+    assert next_dv.topic_configs is first.topic_configs and next_dv.data_version.counter == 2
+    changed = parse.registration_bytes(body.replace(b'"perm":6', b'"perm":4'))
     assert changed.topic_configs is not first.topic_configs
     assert changed.topic_configs[0].perm == 4 and first.topic_configs[0].perm == 6
     first.validated()
     assert second.dropped_topics == [] and second.topics_sent == 0  # untouched by first's
 
 
-async def test_a_connection_hands_out_one_tuple_per_remembered_body() -> None:
+@pytest.mark.parametrize("body", [
+    b'{"brokerName":"g","brokerId":"0","topicConfigTable":{"T1":{"perm":"6"}}}',  # quoted
+    b'{"brokerName":"g","topicConfigTable":{"T1":{"perm":6.0,"order":1}}}',  # coerced
+    b'{"brokerName":"g","topicConfigTable":{"T1":{"topicName":7}}}',  # a number as a name
+    b'{"brokerName":"g","enableActingMaster":"true","topicConfigTable":{"T1":{},"T1":{}}}',
+    b'{"brokerName":"g","topicConfigTable":null,"filterServerList":null,"dataVersion":null}',
+    b'{"brokerName":"g","topicConfigTable":{"T1":{"readQueueNums":null,"order":true}}}',
+    b'{"brokerName":"g","topicConfigTable":{"T1":null}}',  # null reads as {}
+])
+def test_http_typed_reading_equals_the_generic_one(body: bytes) -> None:
+    """Whatever the fast path reads, it reads as the generic path does; what it cannot read
+    goes the generic way."""
+    assert parse.registration_bytes(body) == parse.registration(parse.json_object(body))
+
+
+@pytest.mark.parametrize("body", [b"", b"[]", b"{", b'{"topicConfigTable":[1]}',
+                                  b'{"topicConfigTable":{"T1":{"perm":"x"}}}'])
+def test_http_bad_bodies_fail_as_the_generic_path_does(body: bytes) -> None:
+    with pytest.raises(Exception) as fast:
+        parse.registration_bytes(body)
+    with pytest.raises(Exception) as generic:
+        parse.registration(parse.json_object(body))
+    assert type(fast.value) is type(generic.value) and str(fast.value) == str(generic.value)
+
+
+# A 5.x body of the common shape (test_bodies.SAMPLE_5X has fastjson's unquoted keys, which
+# go the generic way).
+PLAIN_5X = (b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":5,'
+            b'"timestamp":1700000000000},"topicConfigTable":{"TopicTest":{"order":false,'
+            b'"perm":6,"readQueueNums":8,"topicName":"TopicTest","writeQueueNums":8},'
+            b'"Other":{"perm":6,"topicName":"Other"}}}}')
+
+
+async def test_a_new_data_version_alone_decodes_to_the_same_remoting_table() -> None:
     conn = Connection(peer="p")
-    body = await conn.register_body(SAMPLE_5X, False, V5_0_0)
-    topics = conn.topics_of(body)
-    assert isinstance(topics, tuple)
-    assert conn.topics_of(await conn.register_body(bytes(SAMPLE_5X), False, V5_0_0)) is topics
-    changed = SAMPLE_5X.replace(b'"counter":5', b'"counter":6')
+    body = await conn.register_body(PLAIN_5X, False, V5_0_0)
+    assert isinstance(body.topic_configs, tuple)
+    assert body.topic_configs == tuple(body.topic_config_table.values())
+    again = await conn.register_body(bytes(PLAIN_5X), False, V5_0_0)
+    assert again is body  # the connection's memo: the same bytes
+    changed = PLAIN_5X.replace(b'"counter":5', b'"counter":6')
     other = await conn.register_body(changed, False, V5_0_0)
-    assert conn.topics_of(other) is not topics
+    assert other.topic_configs is body.topic_configs and other.data_version.counter == 6
+    table = PLAIN_5X.replace(b'"perm":6', b'"perm":2', 1)
+    assert table != PLAIN_5X
+    assert decode_register_body(table, False, V5_0_0).topic_configs is not body.topic_configs
 
 
 def test_the_memo_is_bounded_by_topics_oldest_out() -> None:
@@ -105,3 +146,19 @@ def test_the_memo_is_bounded_by_topics_oldest_out() -> None:
     assert (memo.get("a"), memo.get("b"), memo.get("c")) == ("A", None, "C")
     memo.put("huge", "H", 11)  # bigger than the bound: not kept at all
     assert memo.get("huge") is None and len(memo) == 2
+
+
+def test_a_new_data_version_alone_decodes_to_the_same_compressed_table() -> None:
+    topics = {f"T{i}": TopicConfig(f"T{i}", 8, 8, 6) for i in range(5)}
+    def body(dv: DataVersion, table: dict[str, TopicConfig]) -> bytes:
+        return encode_register_body(RegisterBody(dv, table), compressed=True, version=V5_0_0)
+
+    first = decode_register_body(body(DataVersion(1, 1), topics), True, V5_0_0)
+    next_dv = decode_register_body(body(DataVersion(2, 2), topics), True, V5_0_0)
+    assert next_dv.data_version == DataVersion(2, 2)
+    assert next_dv.topic_configs is first.topic_configs
+    assert next_dv.topic_config_table is first.topic_config_table
+    other = decode_register_body(
+        body(DataVersion(2, 2), {**topics, "T0": TopicConfig("T0", 4, 4, 6)}), True, V5_0_0)
+    assert other.topic_configs is not first.topic_configs
+    assert other.topic_config_table["T0"].read_queue_nums == 4
