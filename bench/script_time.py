@@ -36,6 +36,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from benchlib import new_results, write_results
+from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
@@ -154,7 +155,7 @@ async def main() -> None:
             reg = BrokerRegistration("bench", "10.2.0.1:10911", f"big-{size}", 0,
                                      data_version=DataVersion(1, 1), topic_configs=topics)
             changed = replace(reg, data_version=DataVersion(2, 2),
-                              topic_configs=[replace(t, read_queue_nums=4) for t in topics])
+                              topic_configs=[structs.replace(t, read_queue_nums=4) for t in topics])
             half = replace(reg, data_version=DataVersion(3, 3), topic_configs=topics[: size // 2])
             row: dict[str, Any] = {}
             row["first_registration"] = await measure(client, port,

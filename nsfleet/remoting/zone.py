@@ -8,7 +8,7 @@ an empty map has no master, so such a group is kept. nsfleet's map is never null
 
 from __future__ import annotations
 
-from dataclasses import replace
+import msgspec
 
 from nsfleet.domain.model import MASTER_ID, TopicRouteData
 
@@ -21,7 +21,7 @@ def filter_by_zone(route: TopicRouteData, zone: str) -> TopicRouteData:
         else:
             dropped_names.add(b.broker_name)
             dropped_addrs.update(b.broker_addrs.values())
-    return replace(
+    return msgspec.structs.replace(
         route, broker_datas=kept,
         queue_datas=[q for q in route.queue_datas if q.broker_name not in dropped_names],
         filter_server_table={a: f for a, f in route.filter_server_table.items()

@@ -12,7 +12,7 @@ changed, and ``route`` itself is not modified.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import msgspec
 
 from nsfleet.domain.model import MASTER_ID, SYNC_BROKER_MEMBER_PREFIX, TopicRouteData, is_writeable
 
@@ -36,7 +36,7 @@ def apply_acting_master(route: TopicRouteData, topic: str) -> TopicRouteData:
                 and perm is not None and not is_writeable(perm)):
             addrs = dict(b.broker_addrs)
             addrs[MASTER_ID] = addrs.pop(min(addrs))
-            b = replace(b, broker_addrs=addrs)
+            b = msgspec.structs.replace(b, broker_addrs=addrs)
             changed = True
         rewritten.append(b)
-    return replace(route, broker_datas=rewritten) if changed else route
+    return msgspec.structs.replace(route, broker_datas=rewritten) if changed else route

@@ -21,8 +21,9 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+import msgspec
 import structlog
 
 from nsfleet.domain.errors import NameServerError
@@ -34,12 +35,15 @@ log = structlog.get_logger(__name__)
 SYNC_TIMEOUT = 0.5
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(msgspec.Struct, gc=False):
+    """A cached answer. Not tracked by the garbage collector (nor is what it holds, but for the
+    route's two lists): a full collection's pause grows with what it tracks, and a cache holds up
+    to ``max_entries`` of these (see nsfleet.domain.model)."""
+
     read: RouteRead | None
     expires: float
     # Encoded answers memoised by the front ends: variant -> encoding -> bytes.
-    encoded: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    encoded: dict[str, dict[str, bytes]] = msgspec.field(default_factory=dict)
 
 
 @dataclass(slots=True)

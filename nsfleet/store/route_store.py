@@ -42,6 +42,7 @@ from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.store.redis_errors import translating_redis_errors
 
 RedisClient = Redis | RedisCluster
+Row = tuple[str, int, int, int, int]  # a queue row for the scripts: topic, rq, wq, perm, flag
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
 # The most queue rows one script call writes or removes: Redis runs one script at a time, and
 # 250 rows keep every call of a big registration or cascade under ~5 ms of Redis time (more
@@ -94,9 +95,9 @@ def _reply(name: str, raw: Any) -> tuple[str, list[Any]]:
     return status, raw[1:]
 
 
-@dataclass(slots=True)
-class RouteRead:
-    """A route as read from Redis, with what a cache needs to know about it."""
+class RouteRead(msgspec.Struct, gc=False):
+    """A route as read from Redis, with what a cache needs to know about it (untracked by the
+    garbage collector, as the route is: see nsfleet.domain.model)."""
 
     route: TopicRouteData
     rev: int  # the topic's change counter (ETag)
@@ -200,7 +201,7 @@ class RouteStore:
     # --- brokers -------------------------------------------------------------------------------
 
     def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
-                       ) -> tuple[list[list[Any]], list[list[Any]], list[bytes], list[bytes], str]:
+                       ) -> tuple[list[Row], list[list[Any]], list[bytes], list[bytes], str]:
         """Validate ``reg`` and encode its topic table as the scripts take it: the rows, the
         static-topic mappings, both in chunks, and the digest taken over those chunks."""
         source = reg.topic_configs
@@ -219,8 +220,10 @@ class RouteStore:
                 info = topic_queue_mapping_info(raw, reg.name or "")
                 mappings.append([topic, info["bname"],
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)])
-        rows = [[tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
-                 tc.topic_sys_flag] for tc in reg.topic_configs]
+        # Tuples of atoms, which the garbage collector stops tracking: the memo below holds a
+        # row per topic of every table a worker sees.
+        rows = [(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                 tc.topic_sys_flag) for tc in reg.topic_configs]
         n = self.chunk_rows
         topic_chunks = [_json(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [_json(mappings[i:i + n]) for i in range(0, len(mappings), n)]
@@ -296,7 +299,7 @@ class RouteStore:
                               changed=changed or changed_flag == "1")
 
     async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
-                                  rows: list[list[Any]], topic_chunks: list[bytes],
+                                  rows: list[Row], topic_chunks: list[bytes],
                                   mapping_chunks: list[bytes], digest: str, delete_absent: bool,
                                   return_order_conf: bool) -> tuple[bool, list[Any]]:
         """After register_broker.lua's "head" call: the queue data in chunks of at most

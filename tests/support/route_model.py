@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from msgspec import structs
+
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
@@ -238,7 +240,7 @@ class RouteModel:
         for q in queue_datas:
             if q.broker_name not in self.groups:
                 break
-            self.queues.setdefault(topic, {})[q.broker_name] = replace(q)
+            self.queues.setdefault(topic, {})[q.broker_name] = structs.replace(q)
             written += 1
         return written
 
@@ -268,7 +270,7 @@ class RouteModel:
             perm = q.perm
             if MASTER_ID not in addrs and group.acting:
                 perm &= ~PERM_WRITE
-            out.queue_datas.append(replace(q, perm=perm))
+            out.queue_datas.append(structs.replace(q, perm=perm))
             out.broker_datas.append(BrokerData(group.cluster, name, addrs, group.acting,
                                                group.zone or None))
             for a in addrs.values():

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.store import RouteStore
@@ -22,7 +23,7 @@ TOPICS = [TopicConfig(f"T{i}", 8, 8, 6) for i in range(20)]
 MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, data_version=DataVersion(1, 100),
                             topic_configs=TOPICS)
 CHANGED = replace(MASTER, data_version=DataVersion(2, 200),
-                  topic_configs=[replace(t, read_queue_nums=4) for t in TOPICS])
+                  topic_configs=[structs.replace(t, read_queue_nums=4) for t in TOPICS])
 
 
 class Killed(Exception):

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 import redis.asyncio as aioredis
+from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.store import RouteStore
@@ -59,7 +60,7 @@ async def test_a_topic_deleted_on_the_name_server_comes_back(store: RouteStore) 
 
 async def test_a_changed_data_version_rewrites_the_queue_data(store: RouteStore) -> None:
     changed = replace(MASTER, data_version=DataVersion(2, 200),
-                      topic_configs=[replace(t, read_queue_nums=4) for t in TOPICS])
+                      topic_configs=[structs.replace(t, read_queue_nums=4) for t in TOPICS])
     seen = await calls(store)
     await store.register_broker(changed)
     assert seen == ["probe", "full"]

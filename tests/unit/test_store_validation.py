@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from msgspec import structs
 
 from nsfleet.domain.errors import ValidationError
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
@@ -25,7 +26,8 @@ GOOD = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912
 
 
 def bad_topic(**kw: Any) -> BrokerRegistration:
-    return replace(GOOD, topic_configs=[TopicConfig("T1"), replace(TopicConfig("T2"), **kw)])
+    return replace(GOOD, topic_configs=[TopicConfig("T1"),
+                                        structs.replace(TopicConfig("T2"), **kw)])
 
 
 BAD_REGISTRATIONS: list[tuple[str, BrokerRegistration]] = [
