@@ -29,7 +29,8 @@ workers' and Redis's CPU share, how busy the whole machine was (others' processe
 1.0 means the figures are starved, not contended), and the Redis script time (share of the
 phase, longest single script); medians over rounds, then the degradation (writers vs baseline;
 the done-when is <= 2x). Also, once: an unchanged registration's wall time and worker CPU on an
-otherwise idle worker (unchanged_registration_over_http).
+otherwise idle worker (unchanged_registration_over_http), and a new DataVersion's with the same
+table (changed_registration_over_http).
 
     .venv/bin/python bench/contention.py [--quick] [--seconds 10] [--rounds 2] [--read-rates 0,600]
 """
@@ -272,9 +273,10 @@ async def populate(port: int, args: argparse.Namespace, names: list[str]) -> flo
 
 async def registration_cost(worker: tuple[int, int], args: argparse.Namespace,
                             names: list[str], counters: list[int]) -> dict[str, Any]:
-    """Every broker's unchanged registration sent once, one at a time, to an otherwise idle
-    worker: its wall time and the worker's CPU per registration (what each one costs the
-    worker's event loop, which its reads then wait behind)."""
+    """Every broker's registration sent once, one at a time, to an otherwise idle worker, with
+    the DataVersion in ``counters`` (unchanged, or new when they were just advanced): its wall
+    time and the worker's CPU per registration (what each one costs the worker's event loop,
+    which its reads then wait behind)."""
     pid, port = worker
     walls = []
     cpu_before = cpu_seconds([pid])
@@ -333,6 +335,9 @@ async def main() -> None:
                 if not cache:
                     results["populate_s"] = await populate(workers[0][1], args, names)
                     results["unchanged_registration_over_http"] = await registration_cost(
+                        workers[0], args, names, counters)
+                    counters[:] = [c + 1 for c in counters]
+                    results["changed_registration_over_http"] = await registration_cost(
                         workers[0], args, names, counters)
                 for rate in (int(r) for r in args.read_rates.split(",")):
                     script = tmp / f"reader-{rate}.lua"
