@@ -26,6 +26,7 @@ from nsfleet.domain.model import (
     DEFAULT_PERM,
     DEFAULT_READ_QUEUE_NUMS,
     DEFAULT_WRITE_QUEUE_NUMS,
+    DataVersion,
     TopicConfig,
 )
 
@@ -50,6 +51,20 @@ class TopicConfigJson(msgspec.Struct):
             DEFAULT_WRITE_QUEUE_NUMS if self.writeQueueNums is None else self.writeQueueNums,
             DEFAULT_PERM if self.perm is None else self.perm,
             self.topicSysFlag or 0, bool(self.order))
+
+
+class DataVersionJson(msgspec.Struct):
+    """A DataVersion as fastjson writes it (missing or null fields read as 0, as
+    ``DataVersion.from_json`` reads them), for the typed readers of registration bodies."""
+
+    counter: int | None = None
+    timestamp: int | None = None
+    stateVersion: int | None = None
+
+    @staticmethod
+    def value(dv: DataVersionJson | None) -> DataVersion:
+        return (DataVersion() if dv is None else
+                DataVersion(dv.counter or 0, dv.timestamp or 0, dv.stateVersion or 0))
 
 
 # Remoting (fastjson): a null entry carries nothing; the HTTP API takes objects only.

@@ -12,7 +12,7 @@ import msgspec
 from nsfleet.domain.errors import BadRequest, ValidationError
 from nsfleet.domain.java import to_bool, to_int, to_object
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.domain.topic_tables import api_table
+from nsfleet.domain.topic_tables import DataVersionJson, api_table
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
@@ -65,12 +65,6 @@ def registration(body: dict[str, Any]) -> BrokerRegistration:
         filter_server_list=filters)
 
 
-class _DataVersionJson(msgspec.Struct):
-    counter: int | None = None
-    timestamp: int | None = None
-    stateVersion: int | None = None
-
-
 class _RegistrationJson(msgspec.Struct):
     """A registration body of the common shape (exact JSON types); ``registration`` reads
     anything else."""
@@ -83,7 +77,7 @@ class _RegistrationJson(msgspec.Struct):
     zoneName: str | None = None
     heartbeatTimeoutMillis: int | None = None
     enableActingMaster: bool | None = None
-    dataVersion: _DataVersionJson | None = None
+    dataVersion: DataVersionJson | None = None
     # Left undecoded here: decoded once per distinct table (nsfleet.domain.topic_tables).
     topicConfigTable: msgspec.Raw = msgspec.Raw(b"null")
     filterServerList: list[str] | None = None
@@ -101,14 +95,12 @@ def registration_bytes(raw: bytes) -> BrokerRegistration:
         topics = api_table(r.topicConfigTable)
     except (ValueError, RecursionError):  # msgspec's errors, invalid UTF-8, deep nesting
         return registration(json_object(raw))
-    dv = r.dataVersion
     return BrokerRegistration(
         r.clusterName, r.brokerAddr, r.brokerName, r.brokerId,
         ha_server_addr=r.haServerAddr, zone_name=r.zoneName,
         heartbeat_timeout_millis=r.heartbeatTimeoutMillis,
         enable_acting_master=r.enableActingMaster,
-        data_version=(DataVersion() if dv is None else
-                      DataVersion(dv.counter or 0, dv.timestamp or 0, dv.stateVersion or 0)),
+        data_version=DataVersionJson.value(r.dataVersion),
         topic_configs=topics, filter_server_list=r.filterServerList)
 
 

@@ -25,7 +25,7 @@ import msgspec
 from nsfleet.domain.errors import BodyDecodeError, ValidationError
 from nsfleet.domain.java import parse_int, to_object
 from nsfleet.domain.model import DataVersion, TopicConfig
-from nsfleet.domain.topic_tables import fastjson_table, remembered
+from nsfleet.domain.topic_tables import DataVersionJson, fastjson_table, remembered
 from nsfleet.remoting.codec import V3_0_11, V5_0_0
 from nsfleet.remoting.fastjson import loads_lenient
 
@@ -110,14 +110,8 @@ def _mapping_table(value: Any) -> dict[str, dict[str, Any]]:
 # goes the generic way, which reads it exactly as before.
 
 
-class _DataVersionJson(msgspec.Struct):
-    counter: int | None = None
-    timestamp: int | None = None
-    stateVersion: int | None = None
-
-
 class _WrapperJson(msgspec.Struct):
-    dataVersion: _DataVersionJson | None = None
+    dataVersion: DataVersionJson | None = None
     # Left undecoded here: decoded once per distinct table (nsfleet.domain.topic_tables).
     topicConfigTable: msgspec.Raw = msgspec.Raw(b"null")
     topicQueueMappingInfoMap: dict[str, dict[str, Any] | None] | None = None
@@ -137,11 +131,9 @@ def _from_typed_wrapper(w: _WrapperJson | None) -> RegisterBody:
     ValueError when the table is not of the common shape."""
     if w is None:
         return RegisterBody(filter_server_list=None)
-    dv = w.dataVersion
     table, configs = fastjson_table(w.topicConfigTable)
     return RegisterBody(
-        data_version=(DataVersion() if dv is None else
-                      DataVersion(dv.counter or 0, dv.timestamp or 0, dv.stateVersion or 0)),
+        data_version=DataVersionJson.value(w.dataVersion),
         topic_config_table=table, topic_configs=configs, filter_server_list=None,
         topic_queue_mapping_info={k: v for k, v in (w.topicQueueMappingInfoMap or {}).items()
                                   if v is not None})
