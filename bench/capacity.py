@@ -6,7 +6,8 @@ arguments and writing the reply; the model uses the larger):
 
 * heartbeat (BROKER_HEARTBEAT / QUERY_DATA_VERSION);
 * unchanged re-registration (the digest probe) at each of --topics topics;
-* changed registration (a new DataVersion, the same table) per topic;
+* a new DataVersion with the same table (O(1) like the unchanged one: the rows already hold it);
+* changed registration (a new DataVersion and every topic's values changed) per topic;
 * uncached route read of a topic served by each of --groups groups;
 * sweep with none due.
 
@@ -30,6 +31,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from benchlib import ScriptClock, new_results, write_results
+from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
@@ -122,9 +124,16 @@ async def main() -> None:
             calls = max(200, args.calls * 100 // size)
             costs[f"unchanged_registration_{size}"] = await cost(
                 client, calls, lambda _, reg=reg: store.register_broker(reg))
+            costs[f"new_version_same_table_{size}"] = await cost(
+                client, calls, lambda i, reg=reg: store.register_broker(
+                    replace(reg, data_version=DataVersion(2 + i, 2 + i))))
             changed = max(3, calls // 20)
-            row = await cost(client, changed, lambda i, reg=reg: store.register_broker(
-                replace(reg, data_version=DataVersion(2 + i, 2 + i))))
+            tables = [[structs.replace(t, read_queue_nums=n) for t in reg.topic_configs]
+                      for n in (4, 8)]
+            row = await cost(client, changed, lambda i, reg=reg, tables=tables:
+                             store.register_broker(replace(
+                                 reg, data_version=DataVersion(10_000 + i, 10_000 + i),
+                                 topic_configs=tables[i % 2])))
             costs[f"changed_registration_{size}"] = row
             per_topic.append(max(row["script_ms"], row["redis_cpu_ms"]) / size)
         costs["changed_registration_per_topic_ms"] = round(max(per_topic), 5)
