@@ -90,6 +90,14 @@ class Metrics:
                                      ["script"], buckets=LATENCY_BUCKETS, registry=r)
         self.brokers_alive = Gauge("nsfleet_brokers_alive",
                                    "Brokers before their deadline at the last sweep", registry=r)
+        self.cluster_brokers_alive = Gauge(
+            "nsfleet_cluster_brokers_alive", "Brokers before their deadline at the last sweep, "
+            "by cluster (0 for a cluster seen since the worker started that has none left)",
+            ["cluster"], registry=r)
+        self.store_up = Gauge("nsfleet_store_up", "1 when Redis answered the last sweep or "
+                              "readiness check of this worker, else 0", registry=r)
+        self.ready = Gauge("nsfleet_ready", "1 while the worker is ready (what /readyz last "
+                           "answered), else 0", registry=r)
         self.sweep_removals = Counter("nsfleet_sweep_removals", "Brokers expired by the sweep",
                                       registry=r)
         self.sweep_held = Counter("nsfleet_sweep_held",

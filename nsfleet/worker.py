@@ -123,6 +123,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                 tls.context.run(settings.tls_reload_interval)))
         # Ready once the remoting port accepts too: brokers and clients connect there first.
         app[STATE_KEY]["scripts_loaded"] = True
+        metrics.store_up.set(1)
+        metrics.ready.set(1)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
                           guard_max_hold=settings.expiry_guard_max_hold)
@@ -139,6 +141,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await stop.wait()
     finally:
         app[STATE_KEY]["draining"] = True
+        metrics.ready.set(0)
         log.info("draining", timeout=settings.drain_timeout)
         if sweeper is not None:
             sweeper.stop()

@@ -288,13 +288,17 @@ async def readyz(request: web.Request) -> web.Response:
         reasons.append("draining")
     if not state["scripts_loaded"]:
         reasons.append("scripts not loaded")
+    store_up = 0
     try:
         async with asyncio.timeout(2.0):
             await ns.check_store()
+        store_up = 1
     except NameServerError as exc:
         reasons.append(exc.remark)
     except TimeoutError:
         reasons.append("Redis unavailable: no answer to PING within 2 s")
+    ns.metrics.store_up.set(store_up)
+    ns.metrics.ready.set(0 if reasons else 1)
     if reasons:
         return web.json_response({"code": 503, "error": "; ".join(reasons)}, status=503)
     return ok({"status": "ready"})

@@ -31,6 +31,8 @@ class Sweeper:
         self.batch = batch
         self.max_batches = max_batches
         self.scheduler = AsyncIOScheduler()
+        # Clusters reported so far: one whose last broker expired stays, at 0, for the alert.
+        self.clusters_seen: set[str] = set()
 
     def start(self) -> None:
         self.scheduler.add_job(self.sweep_once, "interval", seconds=self.interval,
@@ -67,7 +69,15 @@ class Sweeper:
             # Queue data a removal left to drain in chunks (P:idx:cleanups): normally drained by
             # the worker that removed the group at once, left here only when it died half-way.
             await self.store.drain_cleanups()
+            self._report_clusters(await self.store.live_count_by_cluster())
+            self.metrics.store_up.set(1)
         except Exception as exc:  # a Redis outage must not kill the scheduler job
+            self.metrics.store_up.set(0)
             self.metrics.redis_errors.labels("sweep").inc()
             log.warning("sweep failed", error=str(exc))
         return removed
+
+    def _report_clusters(self, live: dict[str, int]) -> None:
+        self.clusters_seen.update(live)
+        for cluster in self.clusters_seen:
+            self.metrics.cluster_brokers_alive.labels(cluster).set(live.get(cluster, 0))

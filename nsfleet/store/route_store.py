@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -416,6 +417,13 @@ class RouteStore:
         if cleanup == "1":
             await self.drain_cleanups()
         return SweepResult(status == "held", int(due), int(live), removed)
+
+    async def live_count_by_cluster(self) -> dict[str, int]:
+        """How many brokers of each cluster are before their deadline (Redis clock)."""
+        seconds, micros = await self.redis.time()
+        members = await self.redis.zrangebyscore(self.keys.deadlines,
+                                                 f"({seconds * 1000 + micros // 1000}", "+inf")
+        return dict(Counter(m.split("\t", 1)[0] for m in members))
 
     async def live_brokers(self) -> list[LiveBroker]:
         """Every broker in the deadline set whose row is still live (admin broker-list)."""

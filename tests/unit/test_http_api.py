@@ -253,14 +253,18 @@ async def test_redis_down_is_503(client: TestClient, http_store: RouteStore) -> 
     assert body["code"] == 503 and "Redis unavailable" in body["error"]
     ready = await _json(await client.get("/readyz"), 503)
     assert ready["error"].startswith("Redis unavailable: ") and len(ready["error"]) > 20
+    text = await (await client.get("/metrics")).text()
+    assert "nsfleet_store_up 0.0" in text and "nsfleet_ready 0.0" in text
     await broken.aclose()
 
 
 async def test_health_metrics_openapi(client: TestClient) -> None:
     assert (await _json(await client.get("/livez"), 200))["status"] == "alive"
     assert (await _json(await client.get("/readyz"), 200))["status"] == "ready"
+    assert "nsfleet_ready 1.0" in await (await client.get("/metrics")).text()
     client.app[STATE_KEY]["draining"] = True
     assert (await client.get("/readyz")).status == 503
+    assert "nsfleet_ready 0.0" in await (await client.get("/metrics")).text()
     client.app[STATE_KEY]["draining"] = False
     await client.get("/v1/routes/T1")
     text = await (await client.get("/metrics")).text()

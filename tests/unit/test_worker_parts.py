@@ -75,6 +75,24 @@ async def test_sweeper_expires_and_counts(store: RouteStore) -> None:
     assert await sweeper.sweep_once() == 0
 
 
+async def test_sweeper_reports_live_brokers_per_cluster_and_keeps_an_emptied_one(
+        store: RouteStore) -> None:
+    metrics = Metrics()
+    await store.register_broker(_reg(1))
+    await store.register_broker(BrokerRegistration(
+        "lonely", "10.0.1.1:10911", "x", 0, heartbeat_timeout_millis=50,
+        data_version=DataVersion(1, 1), topic_configs=[TopicConfig("X"), TopicConfig("Y")]))
+    sweeper = Sweeper(store, metrics, interval=1, guard_share=0)
+    await sweeper.sweep_once()
+    alive = metrics.cluster_brokers_alive
+    assert (alive.labels("c")._value.get(), alive.labels("lonely")._value.get()) == (1, 1)
+    assert metrics.store_up._value.get() == 1
+    await asyncio.sleep(0.2)
+    assert await sweeper.sweep_once() == 1
+    # The emptied cluster stays as a 0, which is what the no-live-broker alert looks for.
+    assert (alive.labels("c")._value.get(), alive.labels("lonely")._value.get()) == (1, 0)
+
+
 async def test_mass_expiry_is_held_and_logged(store: RouteStore,
                                               caplog: pytest.LogCaptureFixture) -> None:
     metrics = Metrics()
@@ -98,6 +116,7 @@ async def test_sweeper_survives_redis_errors() -> None:
     sweeper = Sweeper(RouteStore(broken, "x"), metrics, interval=1, guard_share=0.5)
     assert await sweeper.sweep_once() == 0
     assert metrics.redis_errors.labels("sweep")._value.get() == 1
+    assert metrics.store_up._value.get() == 0
     await broken.aclose()
 
 
