@@ -81,6 +81,16 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+def _change_limit(raw: str) -> int:
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    if not 1 <= limit <= 1000:
+        raise argparse.ArgumentTypeError("must be between 1 and 1000")
+    return limit
+
+
 def _command(sub: Any, common: argparse.ArgumentParser, name: str, help_: str,
              handler: commands.Command) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_,
@@ -111,6 +121,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                  "only a cluster's queues (deleteTopic, NameServer side)", c.delete_topic)
     p.add_argument("topic")
     p.add_argument("--cluster", "-c")
+    _command(sub, common, "changes", "the fleet's recent changes, newest first: registrations "
+             "that changed something, expiries, unregisters, perm, KV and config changes, with "
+             "time and worker (HTTP only)", c.changes).add_argument(
+        "--limit", type=_change_limit, default=50, metavar="N",
+        help="how many (1-1000, default 50)")
     _command(sub, common, "wipe-write-perm", "clear the write perm of a broker group's queues "
              "(wipeWritePerm)", c.wipe_write_perm).add_argument("broker")
     _command(sub, common, "add-write-perm", "restore the write perm of a broker group's queues "

@@ -67,6 +67,9 @@ class HttpApi:
         return (await self.http.request("PUT", path("v1", "namesrv-config"),
                                         json_body=values)).json()
 
+    async def changes(self, limit: int) -> dict[str, Any]:
+        return await self._get("v1", "changes", limit=str(limit))
+
     async def close(self) -> None:
         await self.http.close()
 
@@ -163,6 +166,10 @@ class RemotingApi:
         await self._ok(RequestCode.UPDATE_NAMESRV_CONFIG,
                        body=format_properties(values).encode())
         return {"applied": None}  # the remoting answer does not say what was applied
+
+    async def changes(self, limit: int) -> dict[str, Any]:
+        raise ValueError("the fleet's change history is an nsfleet worker's HTTP API only "
+                         "(--server URL): no remoting request carries it")
 
     async def close(self) -> None:
         """Nothing to close: one connection per request."""

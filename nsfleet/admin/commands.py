@@ -56,6 +56,12 @@ async def topic_cluster_list(api: Api, args: argparse.Namespace) -> Output:
                   [tables.list_table(f"Clusters of {args.topic}", "Cluster", clusters)])
 
 
+async def changes(api: Api, args: argparse.Namespace) -> Output:
+    """The fleet's recent changes, newest first (every worker's, from the shared history)."""
+    data = await api.changes(args.limit)
+    return Output(data, [tables.changes_table(data["changes"])])
+
+
 async def delete_topic(api: Api, args: argparse.Namespace) -> Output:
     data = await api.delete_topic(args.topic, args.cluster)
     scope = f" in cluster {args.cluster}" if args.cluster else ""

@@ -76,6 +76,16 @@ def broker_table(brokers: list[dict[str, Any]]) -> Table:
     return table
 
 
+def changes_table(changes: list[dict[str, Any]]) -> Table:
+    """The fleet's recent changes, newest first: local time, worker, action, audit fields."""
+    table = _table("Time", "Worker", "Action", "Detail", title=f"Recent changes ({len(changes)})")
+    for c in changes:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c["time"] / 1000))
+        detail = " ".join(f"{k}={v}" for k, v in sorted(c["detail"].items()))
+        _row(table, f"{when}.{c['time'] % 1000:03d}", c["worker"], c["action"], detail)
+    return table
+
+
 def route_tables(topic: str, route: dict[str, Any]) -> list[Table]:
     """topicRoute -l: the queue datas joined with their broker groups."""
     groups = {b["brokerName"]: b for b in route.get("brokerDatas", [])}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.http import parse
+from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
+from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import (
     ABSENT_ETAG,
     NameServer,
@@ -252,15 +254,49 @@ async def update_namesrv_config(request: web.Request) -> web.Response:
 UI_DIR = Path(__file__).parent / "ui"
 
 
+MAX_CHANGES = 1000  # history entries one request may ask for
+STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+
+
+def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(name, f"{raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise ValidationError(name, f"must be between {low} and {high}")
+    return value
+
+
 async def fleet_changes(request: web.Request) -> web.Response:
+    """With ?since=N: long-poll the fleet's change counter. Without: the counter and the fleet's
+    recent changes, newest first (?limit=N, ?before=ID for the next page)."""
     ns = _ns(request)
-    raw = request.query.get("since", "0")
+    if "since" not in request.query:
+        limit = _int_param(request, "limit", 100, 1, MAX_CHANGES)
+        before = request.query.get("before") or None
+        if before is not None and not STREAM_ID.fullmatch(before):
+            raise ValidationError("before", f"{before[:40]!r} is not a change id (ms-seq)")
+        rev = await ns.fleet_changes(0, 0)
+        changes = await ns.recent_changes(limit, before)
+        return ok({"rev": rev, "changes": [c.to_dict() for c in changes]})
+    raw = request.query["since"]
     try:
         since = int(raw)
     except ValueError:
         raise ValidationError("since", f"{raw!r} is not a change counter") from None
     wait = _wait_seconds(request, ns.settings.long_poll_max)
     return ok({"rev": await ns.fleet_changes(since, wait)})
+
+
+async def topic_summary(request: web.Request) -> web.Response:
+    resp = web.Response(body=await _ns(request).topic_summary(),
+                        content_type="application/json")
+    resp.enable_compression()  # ~60 bytes a topic: gzip takes a 10,000-topic answer to a tenth
+    return resp
 
 
 async def kv_namespaces(request: web.Request) -> web.Response:
@@ -273,6 +309,10 @@ async def status(request: web.Request) -> web.Response:
 
 async def ui_index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(UI_DIR / "index.html")
+
+
+async def favicon(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(UI_DIR / "favicon.ico")
 
 
 # --- health, metrics, docs -----------------------------------------------------------------------
@@ -322,11 +362,15 @@ def metrics_app(ns: NameServer) -> web.Application:
     return app
 
 
-def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Application:
+def create_app(ns: NameServer, *, scripts_loaded: bool = True,
+               addresses: AddressServer | None = None) -> web.Application:
+    """The application; with ``addresses``, the address server (``/rocketmq/...``) too."""
     app = web.Application(middlewares=[make_middleware(ns.metrics)],
                           client_max_size=ns.settings.max_body_size)
     app[NS_KEY] = ns
     app[STATE_KEY] = {"draining": False, "scripts_loaded": scripts_loaded}
+    if addresses is not None:
+        address_server.add_routes(app, addresses)
     r = app.router
     r.add_post("/v1/brokers/register", register_broker)
     r.add_post("/v1/brokers/heartbeat", heartbeat)
@@ -344,6 +388,7 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     r.add_get("/v1/topics/unit-sub", _topic_list(NameServer.has_unit_sub_topics))
     r.add_get("/v1/topics/unit-sub-ununit", _topic_list(NameServer.has_unit_sub_ununit_topics))
     r.add_get("/v1/topics/system", system_topics)
+    r.add_get("/v1/topics/summary", topic_summary)
     r.add_get("/v1/clusters/{cluster}/topics", topics_by_cluster)
     r.add_delete("/v1/topics/{topic}", delete_topic)
     r.add_put("/v1/topics/{topic}", register_topic)
@@ -357,6 +402,7 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True) -> web.Applicatio
     if ns.settings.ui:
         r.add_get("/ui", ui_index)
         r.add_static("/ui/static", UI_DIR)
+        r.add_get("/favicon.ico", favicon)
     r.add_get("/v1/namesrv-config", get_namesrv_config)
     r.add_put("/v1/namesrv-config", update_namesrv_config)
     r.add_get("/livez", livez)

@@ -51,6 +51,29 @@ _SCHEMAS: dict[str, Any] = {
         "orderTopicConf": {"type": "string"},
         "topicQueueMappingByBroker": {"type": "object", "description": "static topics: "
                                       "brokerName -> TopicQueueMappingInfo"}}},
+    "TopicSummary": {"type": "object", "properties": {
+        "rev": {"type": "integer", "description": "the fleet's change counter it was read at"},
+        "queueFields": {"type": "array", "items": {"type": "string"}, "description": "what "
+                        "each queues entry holds: brokerName, readQueueNums, writeQueueNums, "
+                        "perm, topicSysFlag"},
+        "topics": {"type": "array", "items": {"type": "object", "properties": {
+            "topic": {"type": "string"},
+            "kind": {"enum": ["normal", "retry", "dlq", "system"], "description": "retry: "
+                     "%RETRY%, dlq: %DLQ%, system: TopicValidator's system topics, rmq_sys_*, "
+                     "and the topics named after a cluster or broker group"},
+            "queues": {"type": "array", "items": {"type": "array"},
+                       "description": "one [brokerName, r, w, perm, sysFlag] per group"},
+            "orderConf": {"type": ["string", "null"],
+                          "description": "its ORDER_TOPIC_CONFIG value"}}}}}},
+    "RecentChanges": {"type": "object", "properties": {
+        "rev": {"type": "integer", "description": "the fleet's change counter"},
+        "changes": {"type": "array", "description": "without ?since: the newest recorded "
+                    "changes, newest first", "items": {"type": "object", "properties": {
+                        "id": {"type": "string", "description": "<ms>-<seq>: ?before= pages"},
+                        "time": {"type": "integer", "description": "epoch ms"},
+                        "action": {"type": "string", "example": "broker registered"},
+                        "worker": {"type": "string", "description": "the worker's id"},
+                        "detail": {"type": "object", "description": "the audit fields"}}}}}},
     "RouteWatch": {"type": "object", "required": ["topics"], "properties": {
         "topics": {"type": "object", "additionalProperties": {"type": ["string", "null"]},
                    "description": "topic -> the ETag the client holds (\"0\": no route; null: "
@@ -117,8 +140,13 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "GET_NAMESRV_CONFIG lists them", None, "config", (503,)),
     ("put", "/v1/namesrv-config", "Update NamesrvConfig fleet-wide (UPDATE_NAMESRV_CONFIG's "
      "blacklist and parsing); body {key: value}", None, "applied", (400, 403, 503)),
-    ("get", "/v1/changes", "Long-poll the fleet's change counter: ?since=N&wait=S answers "
-     "{rev} once it differs from N, or after S seconds", None, "rev", (400, 503)),
+    ("get", "/v1/changes", "Without ?since: the fleet's recent changes, newest first (?limit=N, "
+     "1-1000, default 100; ?before=ID pages back) with {rev}. With ?since=N&wait=S: long-poll "
+     "the change counter, answering {rev} once it differs from N, or after S seconds", None,
+     "RecentChanges", (400, 503)),
+    ("get", "/v1/topics/summary", "Every topic with its kind, the queue data of each group "
+     "serving it and its ORDER_TOPIC_CONFIG value, in one answer (the console's topic table; "
+     "gzip when asked)", None, "TopicSummary", (403, 503)),
     ("get", "/v1/kv", "The KV namespaces", None, "namespaces", (503,)),
     ("get", "/v1/status", "This worker: its id, its sweeps' removals and guard holds, uptime",
      None, "workerId, sweepHeld, sweepRemovals, uptimeSeconds", ()),
@@ -126,6 +154,7 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      ()),
     ("get", "/ui/static", "The console's script and style sheet (/ui/static/<file>)", None,
      "static file", (404,)),
+    ("get", "/favicon.ico", "The console's icon (with the console)", None, "icon", ()),
     ("get", "/livez", "The process is up", None, "status", ()),
     ("get", "/readyz", "Redis reachable, scripts loaded, not draining", None, "status", (503,)),
     ("get", "/metrics", "Prometheus metrics (text format)", None, "metrics", ()),

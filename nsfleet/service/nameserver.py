@@ -28,7 +28,9 @@ from nsfleet.domain.errors import (
     FeatureDisabled,
     KvKeyMissing,
     KvNotFound,
+    NameServerError,
     NotReady,
+    StoreUnavailable,
     TopicRouteNotFound,
 )
 from nsfleet.domain.model import (
@@ -44,9 +46,13 @@ from nsfleet.domain.model import (
 from nsfleet.metrics import Metrics
 from nsfleet.service.acting_master import apply_acting_master
 from nsfleet.service.audit import audit
+from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.outage import BrokerBacklog, Remembered
 from nsfleet.service.route_cache import Entry, RouteCache
+from nsfleet.service.topic_summary import TopicSummary
 from nsfleet.store import RouteStore
+from nsfleet.store.history import RecordedChange
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -99,7 +105,13 @@ class NameServer:
         self.started = time.monotonic()
         # Names this worker's connections ("<worker_id>:<n>"); WorkerPresence keeps it alive.
         self.worker_id = worker_id or uuid.uuid4().hex[:16]
+        # Every change this worker makes is also recorded in the fleet's history, under its id.
+        store.history.worker = self.worker_id
+        self.history = ChangeRecorder(store.history, metrics)
+        self._topic_summary = TopicSummary(store)
         self._dropped_logged: set[tuple[str, str, str]] = set()
+        self._backlog = BrokerBacklog()
+        cache.on_store_back.append(self.replay_backlog)
         # orderMessageEnable or supportActingMaster change what routes answer: watchers look
         # again once the new config is read (the cache is keyed by what the config selects).
         config.on_change.append(cache.wake_watchers)
@@ -127,20 +139,26 @@ class NameServer:
         if reg.heartbeat_timeout_millis is None:
             reg.heartbeat_timeout_millis = int(self.settings.broker_timeout * 1000)
         return_kv = self.config.flag("returnOrderTopicConfigToBroker")
-        result = await self._written(self._store.register_broker(
-            reg,
-            delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
-                                  and not reg.topic_queue_mappings),
-            return_order_conf=return_kv, connection=connection))
+        try:
+            result = await self._written(self._store.register_broker(
+                reg,
+                delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
+                                      and not reg.topic_queue_mappings),
+                return_order_conf=return_kv, connection=connection))
+        except StoreUnavailable:  # answered as an error, replayed when the store is back
+            if _could_be_live(reg.cluster, reg.addr):
+                self._backlog.registration(reg, connection, reg.heartbeat_timeout_millis / 1000)
+            raise
         if result.fenced and return_kv:
             result.kv_table = await self._store.kv_list(ORDER_TOPIC_CONFIG)
         if result.fenced:
             audit("registration fenced", cluster=reg.cluster, broker_addr=reg.addr,
                   broker_name=reg.name, broker_id=reg.broker_id)
         elif result.changed:
-            audit("broker registered", cluster=reg.cluster, broker_addr=reg.addr,
-                  broker_name=reg.name, broker_id=reg.broker_id, topics=len(reg.topic_configs),
-                  data_version=reg.data_version.to_dict())
+            await self.history.record(
+                "broker registered", cluster=reg.cluster, broker_addr=reg.addr,
+                broker_name=reg.name, broker_id=reg.broker_id, topics=len(reg.topic_configs),
+                data_version=reg.data_version.to_dict())
         self._note_dropped(reg)
         return result
 
@@ -163,8 +181,8 @@ class NameServer:
                                 name: str | None) -> int:
         """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
         outcome = await self._written(self._store.unregister_broker(cluster, addr, name))
-        audit("broker unregistered", cluster=cluster, broker_addr=addr, broker_name=name,
-              group_removed=outcome == 1)
+        await self.history.record("broker unregistered", cluster=cluster, broker_addr=addr,
+                                  broker_name=name, group_removed=outcome == 1)
         return outcome
 
     async def connection_closed(self, cluster: str, addr: str, name: str,
@@ -172,12 +190,54 @@ class NameServer:
         """A remoting connection the broker registered over closed. The broker goes only when
         no other connection it registered over is open, on any worker (a fleet is not one Java
         process: the broker keeps a connection to every worker). True when it went."""
-        outcome = await self._written(self._store.unregister_broker(
-            cluster, addr, name, closed_connection=connection))
+        try:
+            outcome = await self._written(self._store.unregister_broker(
+                cluster, addr, name, closed_connection=connection))
+        except StoreUnavailable:  # its replayed registration must not keep it open
+            self._backlog.connection_closed(cluster, addr, connection)
+            raise
         if outcome != -1:
-            audit("broker unregistered", reason="its last connection closed", cluster=cluster,
-                  broker_addr=addr, broker_name=name, group_removed=outcome == 1)
+            await self.history.record(
+                "broker unregistered", reason="its last connection closed", cluster=cluster,
+                broker_addr=addr, broker_name=name, group_removed=outcome == 1)
         return outcome != -1
+
+    async def replay_backlog(self) -> None:
+        """Apply what brokers sent this worker while the store was away (called once it is
+        back, before reads go on). A registration is written only when the store holds an
+        older DataVersion for the broker (or none): a newer one that reached the store another
+        way is never overwritten; either way the broker's deadline is refreshed, since it was
+        alive within its timeout. A heartbeat refreshes the deadline (and revives a broker
+        past it that the sweep has not removed, as Java keeps it)."""
+        items = self._backlog.take()
+        for item in items:
+            try:
+                await self._replay(item)
+            except StoreUnavailable:  # away again: keep the rest for its return
+                self.metrics.replayed.labels("failed").inc()
+                for rest in items[items.index(item):]:
+                    self._backlog.restore(rest)
+                raise
+            except NameServerError as exc:
+                self.metrics.replayed.labels("failed").inc()
+                log.warning("replay after the outage failed", cluster=item.cluster,
+                            broker_addr=item.addr, error=exc.remark)
+        if items:
+            log.info("replayed what brokers sent during the store outage", brokers=len(items))
+
+    async def _replay(self, item: Remembered) -> None:
+        reg = item.registration
+        if reg is None:
+            alive = await self._store.heartbeat(item.cluster, item.addr)
+            self.metrics.replayed.labels("applied" if alive else "superseded").inc()
+            return
+        changed, stored = await self._store.query_data_version(item.cluster, item.addr,
+                                                               reg.data_version)
+        if stored is not None and (not changed or _newer_or_same(stored, reg.data_version)):
+            self.metrics.replayed.labels("superseded" if changed else "applied").inc()
+            return
+        await self.register_broker(reg, connection=item.connection)
+        self.metrics.replayed.labels("applied").inc()
 
     def on_broker_expired(self, callback: Callable[[str, str], None]) -> None:
         """Call ``callback(cluster, addr)`` for every broker the sweep expires, on any worker."""
@@ -189,7 +249,11 @@ class NameServer:
         if not _could_be_live(cluster, addr):
             return False
         assert cluster is not None and addr is not None
-        return await self._store.heartbeat(cluster, addr)
+        try:
+            return await self._store.heartbeat(cluster, addr)
+        except StoreUnavailable:
+            self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
+            raise
 
     async def query_data_version(self, cluster: str | None, addr: str | None,
                                  dv: DataVersion | None) -> tuple[bool, DataVersion | None]:
@@ -198,8 +262,12 @@ class NameServer:
         if not _could_be_live(cluster, addr):
             return True, None
         assert cluster is not None and addr is not None
-        changed, stored = await self._store.query_data_version(cluster, addr,
-                                                               dv or DataVersion())
+        try:
+            changed, stored = await self._store.query_data_version(cluster, addr,
+                                                                   dv or DataVersion())
+        except StoreUnavailable:
+            self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
+            raise
         return changed or dv is None, stored
 
     async def live_brokers(self) -> list[LiveBroker]:
@@ -212,7 +280,7 @@ class NameServer:
             return 0
         assert name is not None
         count = await self._written(self._store.wipe_write_perm(name))
-        audit("write perm wiped", broker_name=name, topics=count)
+        await self.history.record("write perm wiped", broker_name=name, topics=count)
         return count
 
     async def add_write_perm(self, name: str | None) -> int:
@@ -220,7 +288,7 @@ class NameServer:
             return 0
         assert name is not None
         count = await self._written(self._store.add_write_perm(name))
-        audit("write perm added", broker_name=name, topics=count)
+        await self.history.record("write perm added", broker_name=name, topics=count)
         return count
 
     async def broker_member_group(self, name: str | None) -> dict[int, str]:
@@ -231,10 +299,20 @@ class NameServer:
         return (await self._store.broker_member_group("", name)).broker_addrs
 
     async def cluster_info(self) -> ClusterInfo:
-        return await self._store.cluster_info()
+        return await self._cache.answer("cluster_info", self._store.cluster_info, "cluster_info")
 
     async def system_topic_list(self) -> tuple[list[str], str | None]:
-        return await self._store.system_topic_list()
+        return await self._cache.answer("topics:system", self._store.system_topic_list,
+                                        "topic_list")
+
+    def stale_age(self) -> float | None:
+        """Seconds this worker has been answering from a stale view (the store is away), or
+        None while its view is coherent."""
+        return self._cache.stale_age()
+
+    @property
+    def stale_routes(self) -> int:
+        return self._cache.stale_routes
 
     # --- routes --------------------------------------------------------------------------------
 
@@ -330,26 +408,32 @@ class NameServer:
 
     async def all_topics(self) -> list[str]:
         self._check_list("enableAllTopicList")
-        return await self._store.all_topics()
+        return await self._topics("all_topics", self._store.all_topics)
 
     async def unit_topics(self) -> list[str]:
         self._check_list("enableTopicList")
-        return await self._store.unit_topics()
+        return await self._topics("unit_topics", self._store.unit_topics)
 
     async def has_unit_sub_topics(self) -> list[str]:
         self._check_list("enableTopicList")
-        return await self._store.has_unit_sub_topics()
+        return await self._topics("has_unit_sub_topics", self._store.has_unit_sub_topics)
 
     async def has_unit_sub_ununit_topics(self) -> list[str]:
         self._check_list("enableTopicList")
-        return await self._store.has_unit_sub_ununit_topics()
+        return await self._topics("has_unit_sub_ununit_topics",
+                                  self._store.has_unit_sub_ununit_topics)
 
     async def topics_by_cluster(self, cluster: str | None) -> list[str]:
         self._check_list("enableTopicList")
         if not validation.is_valid(validation.name, cluster):
             return []  # a cluster name no registration accepts has no topics
         assert cluster is not None
-        return await self._store.topics_by_cluster(cluster)
+        return await self._topics(f"cluster:{cluster}",
+                                  lambda: self._store.topics_by_cluster(cluster))
+
+    async def _topics(self, name: str, read: Callable[[], Awaitable[list[str]]]) -> list[str]:
+        """A topic list, answered from the last coherent view while the store is away."""
+        return await self._cache.answer(f"topics:{name}", read, "topic_list")
 
     async def delete_topic(self, topic: str | None, cluster: str | None = None) -> int:
         """Queue data rows removed (of ``cluster``'s groups only, when named); a topic or
@@ -360,7 +444,8 @@ class NameServer:
         assert topic is not None
         removed = await self._written(self._store.delete_topic(topic, cluster or None))
         if removed:
-            audit("topic deleted", topic=topic, cluster=cluster, queue_datas=removed)
+            await self.history.record("topic deleted", topic=topic, cluster=cluster,
+                                      queue_datas=removed)
         return removed
 
     async def create_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
@@ -394,8 +479,9 @@ class NameServer:
             return 0
         written = await self._written(self._store.register_topic(topic, known))
         if written:
-            audit("topic registered", topic=topic, broker_names=[q.broker_name for q in known],
-                  queue_datas=written)
+            await self.history.record("topic registered", topic=topic,
+                                      broker_names=[q.broker_name for q in known],
+                                      queue_datas=written)
         return written
 
     # --- KV config -----------------------------------------------------------------------------
@@ -406,7 +492,7 @@ class NameServer:
             raise KvKeyMissing
         changed = await self._written(self._store.kv_put(namespace, key, value))
         if changed:
-            audit("kv put", namespace=namespace, key=key, value=value)
+            await self.history.record("kv put", namespace=namespace, key=key, value=value)
         return changed
 
     async def kv_get(self, namespace: str | None, key: str | None) -> str:
@@ -427,7 +513,7 @@ class NameServer:
         assert namespace is not None and key is not None
         deleted = await self._written(self._store.kv_delete(namespace, key))
         if deleted:
-            audit("kv deleted", namespace=namespace, key=key)
+            await self.history.record("kv deleted", namespace=namespace, key=key)
         return deleted
 
     async def kv_list(self, namespace: str | None) -> dict[str, str]:
@@ -464,7 +550,7 @@ class NameServer:
         same parsing; what was applied fleet-wide."""
         applied = await self.config.update(values)
         if applied:
-            audit("namesrv config updated", applied=applied)
+            await self.history.record("namesrv config updated", applied=applied)
         return applied
 
     # --- the fleet at a glance (the console) ----------------------------------------------------
@@ -482,6 +568,17 @@ class NameServer:
     async def kv_namespaces(self) -> list[str]:
         return await self._store.kv_namespaces()
 
+    async def topic_summary(self) -> bytes:
+        """Every topic with its kind and queue data, as JSON (``TopicSummary``); refused like
+        the topic list when enableAllTopicList is off."""
+        self._check_list("enableAllTopicList")
+        return await self._topic_summary.encoded()
+
+    async def recent_changes(self, count: int, before: str | None = None) -> list[RecordedChange]:
+        """The fleet's newest recorded changes, newest first (older than ``before``, an entry
+        id, when given)."""
+        return await self.history.recent(count, before)
+
     def status(self) -> dict[str, object]:
         """This worker's view: its id and what its sweeps did (guard holds included)."""
         sample = self.metrics.registry.get_sample_value
@@ -495,6 +592,11 @@ class NameServer:
     async def check_store(self) -> None:
         """Raise StoreUnavailable unless Redis answers."""
         await self._store.ping()
+
+
+def _newer_or_same(stored: DataVersion, sent: DataVersion) -> bool:
+    """Java's DataVersion.nextVersion moves the timestamp and the counter together."""
+    return (stored.timestamp, stored.counter) >= (sent.timestamp, sent.counter)
 
 
 def _could_be_live(cluster: str | None, addr: str | None) -> bool:

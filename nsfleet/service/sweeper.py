@@ -13,7 +13,8 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from nsfleet.metrics import Metrics
-from nsfleet.service.audit import audit
+from nsfleet.service.history import ChangeRecorder
+from nsfleet.service.outage import OutageClock
 from nsfleet.store import RouteStore, SweepResult
 
 log = structlog.get_logger(__name__)
@@ -22,7 +23,7 @@ log = structlog.get_logger(__name__)
 class Sweeper:
     def __init__(self, store: RouteStore, metrics: Metrics, *, interval: float,
                  guard_share: float, guard_max_hold: float = 120.0, batch: int = 100,
-                 max_batches: int = 50) -> None:
+                 max_batches: int = 50, outage: OutageClock | None = None) -> None:
         self.store = store
         self.metrics = metrics
         self.interval = interval
@@ -30,7 +31,11 @@ class Sweeper:
         self.guard_max_hold_ms = int(guard_max_hold * 1000)
         self.batch = batch
         self.max_batches = max_batches
+        # After a store outage, expire by the moment it began until brokers had a heartbeat to
+        # come back (OutageClock.sweep_now_ms).
+        self.outage = outage or OutageClock()
         self.scheduler = AsyncIOScheduler()
+        self.history = ChangeRecorder(store.history, metrics)
         # Clusters reported so far: one whose last broker expired stays, at 0, for the alert.
         self.clusters_seen: set[str] = set()
 
@@ -49,8 +54,8 @@ class Sweeper:
         try:
             for _ in range(self.max_batches):
                 result: SweepResult = await self.store.sweep(
-                    batch=self.batch, guard_share=self.guard_share,
-                    guard_max_hold_ms=self.guard_max_hold_ms)
+                    now_ms=self.outage.sweep_now_ms(), batch=self.batch,
+                    guard_share=self.guard_share, guard_max_hold_ms=self.guard_max_hold_ms)
                 # Due brokers are past their deadline, removed or held: not alive either way.
                 self.metrics.brokers_alive.set(result.live - result.due)
                 if result.held:
@@ -59,9 +64,10 @@ class Sweeper:
                               due=result.due, live=result.live, share=self.guard_share,
                               held_at_most_s=self.guard_max_hold_ms / 1000,
                               removed_past_the_bound=len(result.removed))
-                for cluster, addr, name in result.removed:
-                    audit("broker expired", reason="silent past its deadline", cluster=cluster,
-                          broker_addr=addr, broker_name=name)
+                await self.history.record_many([
+                    ("broker expired", {"reason": "silent past its deadline", "cluster": cluster,
+                                        "broker_addr": addr, "broker_name": name})
+                    for cluster, addr, name in result.removed])
                 removed += len(result.removed)
                 self.metrics.sweep_removals.inc(len(result.removed))
                 if result.held or len(result.removed) < self.batch:

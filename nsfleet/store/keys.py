@@ -32,6 +32,8 @@ Indexes (never under a row-table prefix)::
                                         broker registered (removed when the last one closes)
   P:idx:worker:<worker>          string a worker's presence (PX), so a dead worker's
                                         connections count as closed
+  P:idx:worker-addrs             hash   worker -> the remoting address it advertises (the
+                                        address server lists those whose presence is alive)
   P:idx:mappings:<topic>         hash   brokerName -> TopicQueueMappingInfo JSON (static topics)
   P:idx:kvns                     set    KV namespaces (an emptied one still exists, as in Java)
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
@@ -46,6 +48,10 @@ Indexes (never under a row-table prefix)::
                                         plus "0 @config", "0 @expired:..." and
                                         "0 @sync:<worker>:<n>" (format: change_feed.py)
   P:config                       hash   NameServer settings changed at run time (code 318)
+  P:nsaddr:extra                 set    fixed addresses the address server lists besides the
+                                        live workers (e.g. the Java NameServers of a migration)
+  P:history                      stream the fleet's recent changes, capped (XADD MAXLEN ~;
+                                        format: history.py)
 """
 
 from __future__ import annotations
@@ -133,6 +139,10 @@ class Keys:
     def worker(self, worker: str) -> str:
         return f"{self.prefix}:idx:worker:{worker}"
 
+    @property
+    def worker_addrs(self) -> str:
+        return f"{self.prefix}:idx:worker-addrs"
+
     def mappings(self, topic: str) -> str:
         return f"{self.prefix}:idx:mappings:{topic}"
 
@@ -172,6 +182,14 @@ class Keys:
     @property
     def config(self) -> str:
         return f"{self.prefix}:config"
+
+    @property
+    def extra_nsaddrs(self) -> str:
+        return f"{self.prefix}:nsaddr:extra"
+
+    @property
+    def history(self) -> str:
+        return f"{self.prefix}:history"
 
 
 def live_member(cluster: str, addr: str) -> str:

@@ -39,8 +39,10 @@ from nsfleet.domain.model import (
 )
 from nsfleet.store import scripts
 from nsfleet.store.change_feed import ChangeFeed
+from nsfleet.store.history import ChangeHistory
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.store.redis_errors import translating_redis_errors
+from nsfleet.store.topic_overview import TopicOverview
 
 RedisClient = Redis | RedisCluster
 Row = tuple[str, int, int, int, int]  # a queue row for the scripts: topic, rq, wq, perm, flag
@@ -105,6 +107,16 @@ class RouteRead(msgspec.Struct, gc=False):
     ttl_ms: int  # until the first listed member's deadline; the route may change then
 
 
+@dataclass(frozen=True, slots=True)
+class ViewMarker:
+    """What a worker's cached view is coherent with: the Redis process that held the tables
+    (its ``run_id``: a restart or a promoted replica changes it) and the change counter
+    ``P:rev`` of the last change the worker applied."""
+
+    server: str
+    rev: int
+
+
 @dataclass(slots=True)
 class SweepResult:
     held: bool
@@ -153,6 +165,8 @@ class RouteStore:
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
         self.changes = ChangeFeed(redis, self.keys.changes)
+        self.history = ChangeHistory(redis, self.keys.history)
+        self.topic_overview = TopicOverview(redis, self.keys)
         # Validated and encoded tables by the identity of the (immutable) table sent.
         self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
         self._scripts: dict[str, AsyncScript] = {
@@ -469,6 +483,25 @@ class RouteStore:
 
     async def rev(self) -> int:
         return int(await self.redis.get(self.keys.rev) or 0)
+
+    async def view_marker(self) -> ViewMarker:
+        """The server and change counter now (see ViewMarker). The process id is read before
+        and after the counter: a restart in between never passes for the same server."""
+        if isinstance(self.redis, RedisCluster):
+            node = self.redis.get_node_from_key(self.keys.rev)
+            before = await self.redis.info("server", target_nodes=node)
+            rev = await self.redis.get(self.keys.rev)
+            after = await self.redis.info("server", target_nodes=node)
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.info("server")
+            pipe.get(self.keys.rev)
+            pipe.info("server")
+            before, rev, after = await pipe.execute()
+        server = str(before.get("run_id", ""))
+        if server != str(after.get("run_id", "")):
+            server = ""  # matches no view: the worker drops its view
+        return ViewMarker(server, int(rev or 0))
 
     # --- cluster tables ------------------------------------------------------------------------
 
