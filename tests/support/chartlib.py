@@ -204,6 +204,56 @@ SERVICEMONITOR_SCHEMA: dict[str, Any] = {
 }
 
 
+# PrometheusRule (monitoring.coreos.com/v1), the same way: the fields the chart emits.
+_RULE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["expr"],
+    "oneOf": [{"required": ["alert"]}, {"required": ["record"]}],
+    "properties": {
+        "alert": _STR,
+        "record": _STR,
+        "expr": {"type": ["string", "integer"]},
+        "for": _DURATION,
+        "keep_firing_for": _DURATION,
+        "labels": _STRMAP,
+        "annotations": _STRMAP,
+    },
+}
+PROMETHEUSRULE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": SERVICEMONITOR_SCHEMA["properties"]["metadata"],
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["groups"],
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name", "rules"],
+                        "properties": {
+                            "name": _STR,
+                            "interval": _DURATION,
+                            "rules": {"type": "array", "items": _RULE},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+_CRD_SCHEMAS = {"ServiceMonitor": SERVICEMONITOR_SCHEMA, "PrometheusRule": PROMETHEUSRULE_SCHEMA}
+
+
 @functools.cache
 def _cache_schema_files() -> None:
     """kubernetes-validate re-reads and re-parses its (multi-MB) schema files on every
@@ -217,14 +267,15 @@ def validate_manifest(doc: dict[str, Any]) -> list[str]:
     """Validate one manifest; return the schema versions it was checked against.
 
     Raises on any violation, and on any kind without a schema other than the
-    ServiceMonitor CRD (no manifest is silently skipped).
+    ServiceMonitor and PrometheusRule CRDs (no manifest is silently skipped).
     """
     import jsonschema
     import kubernetes_validate
 
     if doc.get("apiVersion") == "monitoring.coreos.com/v1":
-        jsonschema.Draft202012Validator(SERVICEMONITOR_SCHEMA).validate(doc)
-        return ["servicemonitor-structural"]
+        kind = doc.get("kind", "")
+        jsonschema.Draft202012Validator(_CRD_SCHEMAS.get(kind, {"not": {}})).validate(doc)
+        return [f"{kind.lower()}-structural"]
     _cache_schema_files()
     return [kubernetes_validate.validate(doc, v, strict=True) for v in kube_versions()]
 
