@@ -1,10 +1,13 @@
-"""``nsfleet simulate``: many simulated brokers (BrokerAgents) against a fleet, for demos and load.
+"""``nsfleet simulate``: many simulated brokers against a fleet, for demos and load.
 
 Registers every broker of :mod:`nsfleet.simulate_plan`, keeps them heartbeating (``--heartbeat``
 is not clamped to RocketMQ's 10-60 s, so a load test can beat faster than a real broker) until
-``--duration`` elapses or Ctrl-C / SIGTERM, then unregisters them all unless ``--keep``. A rich
-progress display goes to stderr; ``--json`` prints a summary on stdout. Exit status 1 when a
-broker could not register.
+``--duration`` elapses or Ctrl-C / SIGTERM, then unregisters them all unless ``--keep``. The
+addresses are named as ``nsfleet admin`` names them: ``--server URL[,URL]`` drives the brokers
+over the HTTP API (BrokerAgent), ``-n host:9876[;host:9877]`` over the RocketMQ remoting
+protocol with the frames a real broker sends (RemotingBrokerAgent; works against a Java
+NameServer too). A rich progress display goes to stderr; ``--json`` prints a summary on stdout.
+Exit status 1 when a broker could not register.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ from rich.progress import (
 from nsfleet.client.broker_agent import BrokerAgent
 from nsfleet.client.credentials import TOKEN_ENV, read_secret
 from nsfleet.client.http import DEFAULT_SERVER
+from nsfleet.client.remoting import parse_addrs
+from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.simulate_plan import Plan, make_plan
 
 SERVER_ENV = "NSFLEET_SERVER"
 START_CONCURRENCY = 32  # registrations in flight while starting
 REFRESH = 0.2  # seconds between display updates
+Agent = BrokerAgent | RemotingBrokerAgent
 
 
 @dataclass(slots=True)
@@ -47,12 +53,13 @@ class Summary:
     brokers: int
     groups: int
     clusters: int
-    topics: int
+    topics: int  # the --topics user topics TopicTest-<n>
+    system_topics: int  # each group's system topics, and the user topics' retry topics
     registered: int = 0
     failed: int = 0
     registrations: int = 0
     heartbeats: int = 0
-    errors: int = 0
+    errors: int = 0  # failed registrations at start and failed heartbeat cycles
     failovers: int = 0
     unregistered: int = 0
     kept: bool = False
@@ -60,7 +67,7 @@ class Summary:
     first_error: str | None = None
 
 
-def _counts(agents: list[BrokerAgent]) -> str:
+def _counts(agents: list[Agent]) -> str:
     regs = sum(a.stats.registrations for a in agents)
     beats = sum(a.stats.heartbeats for a in agents)
     errors = sum(a.stats.errors for a in agents)
@@ -69,8 +76,8 @@ def _counts(agents: list[BrokerAgent]) -> str:
             f"errors {errors}")
 
 
-async def _start_all(agents: list[BrokerAgent], progress: Progress, task: TaskID,
-                     summary: Summary) -> list[BrokerAgent]:
+async def _start_all(agents: list[Agent], progress: Progress, task: TaskID,
+                     summary: Summary) -> list[Agent]:
     gate = asyncio.Semaphore(START_CONCURRENCY)
 
     async def start(agent: BrokerAgent) -> bool:
@@ -89,7 +96,7 @@ async def _start_all(agents: list[BrokerAgent], progress: Progress, task: TaskID
     return [a for a, ok in zip(agents, started, strict=True) if ok]
 
 
-async def _wait(stop: asyncio.Event, duration: float | None, agents: list[BrokerAgent],
+async def _wait(stop: asyncio.Event, duration: float | None, agents: list[Agent],
                 progress: Progress, task: TaskID) -> None:
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -102,14 +109,19 @@ async def _wait(stop: asyncio.Event, duration: float | None, agents: list[Broker
         timeout = REFRESH if duration is None else min(REFRESH, duration - elapsed)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), max(timeout, 0.001))
-    progress.update(task, completed=duration if duration else None,
-                    description=f"ran ({_counts(agents)})")
+    # Stopped early (Ctrl-C), the bar stays where the run got to instead of jumping to the end.
+    ran = loop.time() - began
+    progress.update(task, completed=min(ran, duration) if duration else None,
+                    description=f"{'stopped' if stop.is_set() else 'ran'} ({_counts(agents)})")
 
 
 async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbeat: float,
                    keep: bool, request_timeout: float, stop: asyncio.Event,
-                   console: Console, seed: int = 0, token: str | None = None) -> Summary:
-    summary = Summary(len(plan.brokers), plan.groups, len(plan.clusters), len(plan.topics),
+                   console: Console, seed: int = 0, token: str | None = None,
+                   namesrv_addrs: str | None = None) -> Summary:
+    """Over the HTTP API of ``servers``, or over remoting to ``namesrv_addrs`` when given."""
+    summary = Summary(len(plan.brokers), plan.groups, len(plan.clusters),
+                      len(plan.user_topics), len(plan.topics) - len(plan.user_topics),
                       kept=keep)
     began = time.monotonic()
     rng = random.Random(seed)
@@ -117,11 +129,16 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
     async with aiohttp.ClientSession(connector=connector) as session:
         # Random first beats and start positions spread the load over time and workers, as
         # brokers started at different moments with shuffled namesrv lists would.
-        agents = [BrokerAgent(servers, b.identity, b.topics, heartbeat_interval=heartbeat,
-                              interval_bounds=None, initial_delay=rng.uniform(0, heartbeat),
-                              request_timeout=request_timeout, session=session, shuffle=True,
-                              token=token)
-                  for b in plan.brokers]
+        agents: list[Agent] = [
+            RemotingBrokerAgent(namesrv_addrs, b.identity, b.topics, heartbeat_interval=heartbeat,
+                                initial_delay=rng.uniform(0, heartbeat),
+                                request_timeout=request_timeout, shuffle=True)
+            if namesrv_addrs else
+            BrokerAgent(servers, b.identity, b.topics, heartbeat_interval=heartbeat,
+                        interval_bounds=None, initial_delay=rng.uniform(0, heartbeat),
+                        request_timeout=request_timeout, session=session, shuffle=True,
+                        token=token)
+            for b in plan.brokers]
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
             reg = progress.add_task("registering", total=len(agents))
@@ -133,8 +150,10 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
             unreg = progress.add_task("unregistering" if not keep else "stopping (--keep)",
                                       total=len(started))
 
-            async def close(agent: BrokerAgent) -> bool:
+            async def close(agent: Agent) -> bool:
                 try:
+                    if isinstance(agent, RemotingBrokerAgent):
+                        return await agent.close()  # --keep is refused with -n
                     return await agent.close(unregister=not keep)
                 finally:
                     progress.advance(unreg)
@@ -143,7 +162,7 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
     summary.unregistered = sum(closed)
     summary.registrations = sum(a.stats.registrations for a in agents)
     summary.heartbeats = sum(a.stats.heartbeats for a in agents)
-    summary.errors = sum(a.stats.errors for a in agents)
+    summary.errors = summary.failed + sum(a.stats.errors for a in agents)
     summary.failovers = sum(a.failovers for a in agents)
     summary.seconds = round(time.monotonic() - began, 3)
     return summary
@@ -151,13 +170,18 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
 
 def _print_summary(console: Console, s: Summary) -> None:
     console.print(f"{s.registered}/{s.brokers} brokers registered ({s.groups} groups, "
-                  f"{s.clusters} clusters, {s.topics} topics) · {s.registrations} registrations"
+                  f"{s.clusters} clusters, {_plural(s.topics, 'topic')} + {s.system_topics} "
+                  f"system and retry topics) · {s.registrations} registrations"
                   f" · {s.heartbeats} heartbeats · {s.failovers} failovers · {s.errors} errors"
                   f" · {'kept registered' if s.kept else f'{s.unregistered} unregistered'}"
                   f" · {s.seconds:.1f} s", markup=False, highlight=False, soft_wrap=True)
     if s.first_error:
         console.print(f"first error: {s.first_error}", markup=False, highlight=False,
                       soft_wrap=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 async def _main(args: argparse.Namespace, plan: Plan, console: Console) -> Summary:
@@ -174,7 +198,8 @@ async def _main(args: argparse.Namespace, plan: Plan, console: Console) -> Summa
         return await simulate(servers, plan, duration=args.duration, heartbeat=args.heartbeat,
                               keep=args.keep, request_timeout=args.timeout, stop=stop,
                               console=console, seed=args.seed,
-                              token=read_secret(args.token_file, "--token-file", TOKEN_ENV))
+                              token=read_secret(args.token_file, "--token-file", TOKEN_ENV),
+                              namesrv_addrs=args.namesrv_addr)
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
@@ -185,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.heartbeat <= 0 or (args.duration is not None and args.duration < 0):
             raise ValueError("--heartbeat must be > 0 and --duration >= 0")
+        _check_addresses(args)
         plan = make_plan(args.brokers, args.topics, args.clusters,
                          slaves_every=args.slaves_every, spread=args.spread, seed=args.seed)
         summary = asyncio.run(_main(args, plan, console))
@@ -197,6 +223,23 @@ def run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+def _check_addresses(args: argparse.Namespace) -> None:
+    """-n is remoting host:port, as in ``nsfleet admin``; a URL there was meant for --server."""
+    if args.namesrv_addr is None:
+        return
+    if "://" in args.namesrv_addr:
+        raise ValueError(f"-n/--namesrv-addr takes remoting addresses host:9876[;host:9876] (as "
+                         f"admin -n); for a worker's HTTP URL use --server {args.namesrv_addr}")
+    if args.server:
+        raise ValueError("give --server (HTTP API) or -n/--namesrv-addr (remoting), not both")
+    if args.token_file:
+        raise ValueError("--token-file is for the HTTP API (--server); -n speaks remoting")
+    if args.keep:
+        raise ValueError("--keep cannot keep brokers driven over -n: a NameServer drops a broker "
+                         "when its connection closes, as Java does; use --server to keep them")
+    parse_addrs(args.namesrv_addr)
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "simulate", help="run simulated brokers against a fleet", description=__doc__,
@@ -206,9 +249,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--topics", type=int, default=20, metavar="M",
                    help="user topics TopicTest-<n> (default 20)")
     p.add_argument("--clusters", type=int, default=1, metavar="C", help="clusters (default 1)")
-    p.add_argument("--server", "-n", default=None, metavar="URL[,URL...]",
-                   help=f"worker URL(s), comma-separated (env {SERVER_ENV}, "
-                        f"default {DEFAULT_SERVER})")
+    p.add_argument("--server", default=None, metavar="URL[,URL...]",
+                   help=f"drive the brokers over the HTTP API of these worker URL(s), "
+                        f"comma-separated (env {SERVER_ENV}, default {DEFAULT_SERVER})")
+    p.add_argument("--namesrv-addr", "-n", default=None, metavar="HOST:PORT[;...]",
+                   help="drive the brokers over the RocketMQ remoting protocol, as real brokers "
+                        "(REGISTER_BROKER, QUERY_DATA_VERSION, UNREGISTER_BROKER), to these "
+                        "NameServer addresses (admin's and mqadmin's -n)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="seconds to run (default: until Ctrl-C)")
     p.add_argument("--slaves-every", type=int, default=3, metavar="K",

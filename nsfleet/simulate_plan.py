@@ -43,7 +43,8 @@ class Plan:
     brokers: list[SimBroker]
     groups: int
     clusters: list[str]
-    topics: set[str]
+    topics: set[str]  # every topic registered, system and retry topics included
+    user_topics: set[str]  # TopicTest-<n>, what --topics counts
 
 
 def group_name(index: int) -> str:
@@ -110,4 +111,4 @@ def make_plan(brokers: int, topics: int, clusters: int = 1, *, slaves_every: int
                                    broker_id, ha_server_addr=f"{host}:{HA_PORT}")
             out.append(SimBroker(ident, tuple(tables[g])))
     all_topics = {tc.topic_name for table in tables for tc in table}
-    return Plan(out, groups, names, all_topics)
+    return Plan(out, groups, names, all_topics, {f"TopicTest-{t}" for t in range(topics)})

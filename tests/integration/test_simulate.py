@@ -54,7 +54,8 @@ def test_50_brokers_500_topics_all_listed(fleet: Fleet,
     topics = set(_admin_json(capsys, fleet, "topic-list")["topicList"])
     assert {f"TopicTest-{i}" for i in range(500)} <= topics
     assert {"TBW102", "%RETRY%GID_TopicTest-0", "SELF_TEST_TOPIC"} <= topics
-    assert len(topics) == summary["topics"]
+    assert summary["topics"] == 500
+    assert len(topics) == summary["topics"] + summary["system_topics"]
 
 
 def test_unregisters_everything_at_the_end(fleet: Fleet,
@@ -91,5 +92,72 @@ def test_exit_status_1_when_no_worker_answers(capsys: pytest.CaptureFixture[str]
                  "--server", f"http://127.0.0.1:{free_port()}", "--timeout", "1"])
     err = capsys.readouterr().err
     assert code == 1 and "0/2 brokers registered" in err and "no nsfleet worker answered" in err
+    # The failed registrations are errors, and --topics 1 is one topic, beside the system ones.
+    assert "first error: " in err and " 2 errors " in err and " 0 errors " not in err
+    assert "1 topic + " in err and "system and retry topics" in err
     assert main(["simulate", "--brokers", "0"]) == 2
     assert "need brokers >= 1" in capsys.readouterr().err
+
+
+def test_remoting_brokers_register_heartbeat_and_unregister(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """-n drives the brokers over remoting (REGISTER_BROKER, QUERY_DATA_VERSION,
+    UNREGISTER_BROKER) on connections kept open, failing over through the list as admin -n."""
+    dead = f"127.0.0.1:{free_port()}"
+    addrs = ";".join([dead] + [f"127.0.0.1:{s.remoting_port}" for s in fleet.settings])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsfleet", "simulate", "--brokers", "6", "--topics", "12",
+         "-n", addrs, "--heartbeat", "0.2", "--json"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: len(fleet.brokers()) == 6 or proc.poll() is not None, 20, 0.1)
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert {b["clusterName"] for b in fleet.brokers()} == {"DefaultCluster"}
+        route = _admin_json(capsys, fleet, "topic-route", "TopicTest-3")
+        assert route["queueDatas"] and route["brokerDatas"]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert summary["registered"] == 6 and summary["unregistered"] == 6
+    assert summary["heartbeats"] > 0 and summary["errors"] == 0
+    assert fleet.brokers() == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["-n", "http://127.0.0.1:8080"], "for a worker's HTTP URL use --server http://127.0.0.1:8080"),
+    (["-n", "127.0.0.1:9876", "--server", "http://127.0.0.1:8080"], "not both"),
+    (["-n", "nohost"], "is not host:port"),
+    (["-n", "127.0.0.1:9876", "--keep"], "use --server to keep them"),
+])
+def test_namesrv_addr_means_remoting_as_in_admin(argv: list[str], message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--duration", "0", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_progress_stays_where_a_stopped_run_got_to() -> None:
+    import asyncio
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from nsfleet.simulate import _wait
+
+    async def run() -> float:
+        stop = asyncio.Event()
+        with Progress(console=Console(file=io.StringIO())) as progress:
+            task = progress.add_task("running", total=60)
+            asyncio.get_running_loop().call_later(0.3, stop.set)
+            await _wait(stop, 60, [], progress, task)
+            (state,) = progress.tasks
+            assert state.description.startswith("stopped")
+            return state.completed
+
+    assert 0.2 < asyncio.run(run()) < 5

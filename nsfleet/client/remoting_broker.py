@@ -1,0 +1,199 @@
+"""RemotingBrokerAgent: what a RocketMQ broker sends its NameServers, over the remoting protocol.
+
+The frames a broker's BrokerOuterAPI sends, so that the fleet (or a Java NameServer) sees a real
+broker: REGISTER_BROKER (103) with a TopicConfigSerializeWrapper JSON body and its CRC32 at start,
+then every ``interval`` seconds QUERY_DATA_VERSION (322) and a full REGISTER_BROKER when the
+NameServer answers ``changed`` (BrokerController.needRegister, forceRegister=false), and
+UNREGISTER_BROKER (104) on close. Like a broker it keeps its connection open: a NameServer drops
+a broker whose connection closes (Java's onChannelDestroy), so the registration lasts as long as
+the agent. A request goes to one address and fails over to the next when it does not answer, as
+the HTTP BrokerAgent does; unlike a broker, which registers with every NameServer, one answer is
+enough here: the workers share Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import random
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+
+from nsfleet.client.broker_agent import AgentStats, BrokerIdentity, topic_config_json
+from nsfleet.client.remoting import RemotingError, RemotingUnavailable, parse_addrs
+from nsfleet.domain.model import DataVersion, TopicConfig
+from nsfleet.remoting.codec import (
+    CURRENT_VERSION,
+    FrameDecoder,
+    ProtocolError,
+    RemotingCommand,
+    RequestCode,
+    SerializeType,
+    encode_frame,
+)
+
+log = logging.getLogger(__name__)
+_opaque = itertools.count(1)
+
+
+class _Channel:
+    """One long-lived connection to one NameServer address; one request at a time."""
+
+    def __init__(self, addr: str, timeout: float) -> None:
+        self.addr = addr
+        self.timeout = timeout
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._decoder = FrameDecoder()
+
+    async def call(self, code: int, ext: dict[str, str], body: bytes | None) -> RemotingCommand:
+        request = RemotingCommand(code=code, language="JAVA", version=CURRENT_VERSION,
+                                  opaque=next(_opaque), ext_fields=ext, body=body,
+                                  serialize_type=SerializeType.JSON)
+        try:
+            async with asyncio.timeout(self.timeout):
+                if self._streams is None:
+                    host, _, port = self.addr.rpartition(":")
+                    self._streams = await asyncio.open_connection(host.strip("[]"), int(port))
+                    self._decoder = FrameDecoder()
+                reader, writer = self._streams
+                writer.write(encode_frame(request))
+                await writer.drain()
+                while True:
+                    data = await reader.read(65536)
+                    if not data:
+                        raise EOFError("the connection closed before an answer")
+                    for cmd in self._decoder.feed(data):
+                        if cmd.is_response and cmd.opaque == request.opaque:
+                            return cmd
+        except (OSError, TimeoutError, ProtocolError, EOFError) as exc:
+            await self.close()
+            raise RemotingUnavailable([(self.addr, str(exc) or type(exc).__name__)]) from None
+        except BaseException:  # cancelled mid-request: the stream's position is unknown
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._streams is not None:
+            writer = self._streams[1]
+            self._streams = None
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+def _crc32(body: bytes) -> int:
+    """UtilAll.crc32: java.util.zip.CRC32 masked to a positive int (the header's bodyCrc32)."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+class RemotingBrokerAgent:
+    def __init__(self, addrs: str | Sequence[str], identity: BrokerIdentity,
+                 topics: Iterable[TopicConfig] = (), *, heartbeat_interval: float = 30.0,
+                 initial_delay: float | None = None, request_timeout: float = 5.0,
+                 shuffle: bool = False) -> None:
+        listed = parse_addrs(addrs) if isinstance(addrs, str) else list(addrs)
+        if not listed:
+            raise ValueError("no NameServer address")
+        self.channels = [_Channel(a, request_timeout) for a in listed]
+        self._current = random.randrange(len(listed)) if shuffle else 0
+        self.identity = identity
+        self.interval = heartbeat_interval
+        self.initial_delay = heartbeat_interval if initial_delay is None else initial_delay
+        self.topics = {t.topic_name: t for t in topics}
+        self.data_version = DataVersion(0, int(time.time() * 1000), 0)
+        self.registered = False
+        self.master_addr: str | None = None
+        self.failovers = 0
+        self.stats = AgentStats()
+        self._task: asyncio.Task[None] | None = None
+
+    def _key(self) -> dict[str, str]:
+        ident = self.identity
+        return {"brokerName": ident.broker_name, "brokerAddr": ident.broker_addr,
+                "clusterName": ident.cluster, "brokerId": str(ident.broker_id)}
+
+    async def _call(self, code: int, ext: dict[str, str],
+                    body: bytes | None = None) -> RemotingCommand:
+        errors: list[tuple[str, str]] = []
+        for i in range(len(self.channels)):
+            channel = self.channels[(self._current + i) % len(self.channels)]
+            try:
+                resp = await channel.call(code, ext, body)
+            except RemotingUnavailable as exc:
+                errors.extend(exc.errors)
+                continue
+            if i:
+                self._current = (self._current + i) % len(self.channels)
+                self.failovers += 1
+            if resp.code != 0:
+                raise RemotingError(resp.code, resp.remark)
+            return resp
+        raise RemotingUnavailable(errors)
+
+    async def register(self) -> None:
+        """One REGISTER_BROKER now (RemotingError or RemotingUnavailable on failure)."""
+        ident = self.identity
+        wrapper = {"topicConfigTable": {n: topic_config_json(t) for n, t in self.topics.items()},
+                   "dataVersion": self.data_version.to_dict()}
+        body = json.dumps({"topicConfigSerializeWrapper": wrapper,
+                           "filterServerList": []}).encode()
+        ext = {**self._key(), "haServerAddr": ident.ha_server_addr or "",
+               "compressed": "false", "bodyCrc32": str(_crc32(body))}
+        if ident.heartbeat_timeout_millis is not None:
+            ext["heartbeatTimeoutMillis"] = str(ident.heartbeat_timeout_millis)
+        resp = await self._call(RequestCode.REGISTER_BROKER, ext, body)
+        self.stats.registrations += 1
+        self.master_addr = (resp.ext_fields or {}).get("masterAddr") or None
+        self.registered = True
+
+    async def heartbeat(self) -> None:
+        """QUERY_DATA_VERSION, then a registration when the NameServer says it changed (also
+        when it no longer knows the broker); a slave registers until it learns its master."""
+        if not self.registered or (self.identity.broker_id != 0 and self.master_addr is None):
+            await self.register()
+            return
+        body = json.dumps(self.data_version.to_dict()).encode()
+        resp = await self._call(RequestCode.QUERY_DATA_VERSION, self._key(), body)
+        self.stats.heartbeats += 1
+        if (resp.ext_fields or {}).get("changed", "false").lower() == "true":
+            await self.register()
+
+    async def start(self) -> None:
+        """Register (raising on failure), then beat in the background."""
+        await self.register()
+        self._task = asyncio.create_task(self._run(),
+                                         name=f"remoting-broker-{self.identity.broker_addr}")
+
+    async def _run(self) -> None:
+        delay = self.initial_delay
+        while True:
+            await asyncio.sleep(delay)
+            delay = self.interval
+            try:
+                await self.heartbeat()
+            except (RemotingError, RemotingUnavailable) as exc:  # the next cycle may get through
+                self.stats.errors += 1
+                self.stats.last_error = str(exc)
+
+    async def close(self) -> bool:
+        """Stop beating, send UNREGISTER_BROKER and close the connection; True when a
+        NameServer answered the unregistration."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        done = False
+        if self.registered:
+            try:
+                await self._call(RequestCode.UNREGISTER_BROKER, self._key())
+                done, self.registered = True, False
+            except (RemotingError, RemotingUnavailable) as exc:  # shutting down: never raise
+                log.warning("unregister of %s failed: %s", self.identity.broker_addr, exc)
+        for channel in self.channels:
+            await channel.close()
+        return done
