@@ -28,6 +28,15 @@ class UnsuitableRedis(RuntimeError):
     """The Redis server is too old, or configured to evict keys."""
 
 
+def redacted(url: str) -> str:
+    """``url`` without its user and password, fit for a log line."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if sep and "@" in netloc:
+        return f"{scheme}://***@{netloc.rsplit('@', 1)[1]}{slash}{path}"
+    return url
+
+
 def retry_once() -> Retry:
     """Run a command again, at once, on a fresh socket of the same pooled connection, when it
     failed with ConnectionError (also LOADING, and READONLY from a demoted Sentinel master) or

@@ -13,17 +13,19 @@ import asyncio
 import contextlib
 import gc
 import signal
+import sys
+import time
 
 import structlog
 from aiohttp import web
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
 
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
 from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
-from nsfleet.redis_conn import UnsuitableRedis, check_server, connect
+from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import ReloadingContext, TlsAcceptor, TlsFiles, TlsMode
 from nsfleet.security.wiring import build as build_security
@@ -36,6 +38,11 @@ from nsfleet.store import RouteStore
 
 log = structlog.get_logger(__name__)
 CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
+TERMINAL_REDIS_WAIT = 15.0  # seconds a worker started from a terminal waits for Redis
+
+
+class RedisUnreachable(RuntimeError):
+    """Started from a terminal, the worker gave up waiting for Redis."""
 
 
 async def _follow_config(config: NamesrvConfig, changed: asyncio.Event,
@@ -103,7 +110,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             await mrunner.setup()
             runners.append(mrunner)
             await web.TCPSite(mrunner, settings.host, settings.metrics_port).start()
-        server_info = await _wait_for_redis(store, config, stop)
+        server_info = await _wait_for_redis(store, config, stop, where=redacted(url),
+                                            embedded=embedded is not None,
+                                            give_up_after=_redis_wait_bound())
         if server_info is None:
             return 0
         if settings.namesrv_config_file:
@@ -193,11 +202,29 @@ async def _apply_namesrv_file(path: str, config: NamesrvConfig) -> None:
                     "process, or not parsable)", path=path, keys=ignored)
 
 
-async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
-                          stop: asyncio.Event) -> dict[str, str] | None:
+def _redis_wait_bound() -> float | None:
+    """Started from a terminal, someone is watching: a wrong --redis-url ends the start with an
+    error soon. Elsewhere (Kubernetes, systemd) Redis may simply come up later: wait for it."""
+    return TERMINAL_REDIS_WAIT if sys.stdin.isatty() and sys.stderr.isatty() else None
+
+
+def _setting_to_check(exc: Exception, embedded: bool) -> str:
+    if embedded:
+        return "the embedded Redis (--data-dir / NSFLEET_DATA_DIR, and its log there)"
+    if isinstance(exc, AuthenticationError) or "WRONGPASS" in str(exc) or "NOAUTH" in str(exc):
+        return ("--redis-username / NSFLEET_REDIS_USERNAME and --redis-password / "
+                "NSFLEET_REDIS_PASSWORD (or the URL's user:password)")
+    return "--redis-url / NSFLEET_REDIS_URL"
+
+
+async def _wait_for_redis(store: RouteStore, config: NamesrvConfig, stop: asyncio.Event, *,
+                          where: str, embedded: bool = False,
+                          give_up_after: float | None = None) -> dict[str, str] | None:
     """Check the server and load the scripts, retrying while Redis is unreachable; None when
-    asked to stop first. An unsuitable Redis (too old, evicting) is not retried."""
+    asked to stop first. An unsuitable Redis (too old, evicting) is not retried. With
+    ``give_up_after`` (seconds), RedisUnreachable once that has passed without an answer."""
     delay = 0.5
+    deadline = None if give_up_after is None else time.monotonic() + give_up_after
     while not stop.is_set():
         try:
             info = await check_server(store.redis)
@@ -207,9 +234,16 @@ async def _wait_for_redis(store: RouteStore, config: NamesrvConfig,
         except UnsuitableRedis:
             raise
         except (RedisError, RedisClusterException, OSError) as exc:
-            log.warning("waiting for redis", error=str(exc), retry_in=delay)
+            check = _setting_to_check(exc, embedded)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RedisUnreachable(
+                    f"no answer from Redis at {where} within {give_up_after:g} s ({exc}); "
+                    f"check {check}") from None
+            log.warning("waiting for redis", redis=where, error=str(exc), check=check,
+                        retry_in=delay)
+        wait = delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic()))
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(delay):
+            async with asyncio.timeout(wait):
                 await stop.wait()
         delay = min(delay * 2, 10.0)
     return None
