@@ -28,6 +28,7 @@ class Settings:
     http_port: int = 8080
     remoting_port: int = 9876
     metrics_port: int = 0  # 0: /metrics only on the HTTP port
+    advertise_address: str = ""  # empty: the bind address, or the host's primary address
     namespace: str = "default"
     broker_timeout: float = 120.0  # seconds, for brokers that send no heartbeatTimeoutMillis
     sweep_interval: float = 10.0
@@ -75,6 +76,8 @@ class Settings:
         for name in ("http_port", "remoting_port"):
             validation.integer(getattr(self, name), name.replace("_", "-"), 0, 65535)
         validation.integer(self.metrics_port, "metrics-port", 0, 65535)
+        if self.advertise_address.count(":") == 1:  # host:port (a bare IPv6 has several)
+            validation.addr(self.advertise_address, "advertise-address")
         if self.log_format not in ("json", "console"):
             raise validation.ValidationError("log-format", "must be json or console")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -144,6 +147,10 @@ HELP = {
     "http_port": "JSON HTTP API port",
     "remoting_port": "RocketMQ remoting (TCP) port",
     "metrics_port": "extra listener serving only /metrics (0 = off; /metrics is on the HTTP port)",
+    "advertise_address": "remoting address (host or host:port; the remoting port when none) "
+                         "the address server (GET /rocketmq/nsaddr) lists for this worker; "
+                         "empty: the bind address, or the host's primary address when binding "
+                         "0.0.0.0",
     "namespace": "route-table namespace in Redis (one RocketMQ deployment)",
     "broker_timeout": "seconds before a silent broker expires, unless it sends its own timeout",
     "sweep_interval": "seconds between expiry sweeps",

@@ -29,9 +29,10 @@ from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import ReloadingContext, TlsAcceptor, TlsFiles, TlsMode
 from nsfleet.security.wiring import build as build_security
+from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
-from nsfleet.service.presence import WorkerPresence
+from nsfleet.service.presence import WorkerPresence, advertise_address
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
@@ -88,9 +89,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     cache = RouteCache(store, metrics, enabled=settings.route_cache)
     config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
                                           "bindAddress": settings.host})
-    presence = WorkerPresence(store)
+    presence = WorkerPresence(store, advertise=advertise_address(
+        settings.advertise_address, settings.host, settings.remoting_port))
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
-    app = create_app(ns, scripts_loaded=False)
+    app = create_app(ns, scripts_loaded=False, addresses=AddressServer(store))
     if security.http_middleware is not None:
         app.middlewares.append(security.http_middleware)  # inside the error middleware
     if security.files is not None:

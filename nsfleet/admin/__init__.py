@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
-from nsfleet.admin import commands
+from nsfleet.admin import address_server, commands, copy_config, diff
 from nsfleet.admin.api import Api, HttpApi, RemotingApi
 from nsfleet.client.credentials import (
     ACCESS_KEY_ENV,
@@ -157,6 +157,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     nc_sub.add_parser("get", help="every key and value", parents=[common])
     p = nc_sub.add_parser("set", help="set key=value pairs fleet-wide", parents=[common])
     p.add_argument("pairs", nargs="+", metavar="key=value")
+    address_server.add_parser(sub, common)
+    diff.add_parser(sub, common)  # these two exit with their own statuses (their ``func``)
+    copy_config.add_parser(sub, common)
     return admin
 
 

@@ -35,7 +35,8 @@ GRANTS = {Scope.WRITE: {Scope.WRITE, Scope.READ, Scope.PROBE},
 
 
 def required_scope(method: str, path: str) -> Scope | None:
-    if path in OPEN_PATHS or path.startswith("/ui/static/"):
+    # The address server stays open: RocketMQ clients fetch it with no credentials.
+    if path in OPEN_PATHS or path.startswith(("/ui/static/", "/rocketmq/")):
         return None
     if path in PROBE_PATHS:
         return Scope.PROBE
