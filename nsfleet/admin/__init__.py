@@ -203,8 +203,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except (ApiError, RemotingUnavailable, ValueError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the worker sent
+        if isinstance(exc, ApiError) and exc.status == 401:
+            message += (f" (HTTP 401: give a token with --token-file FILE, or the token itself "
+                        f"in env {TOKEN_ENV})")
         print(f"nsfleet admin {args.admin_command}: {message}", file=sys.stderr)
         return 1
+    for warning in out.warnings:
+        print(f"nsfleet admin {args.admin_command}: warning: {warning}", file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps(out.data, indent=2, sort_keys=True))
         return 0

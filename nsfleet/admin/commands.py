@@ -13,6 +13,7 @@ from rich.text import Text
 
 from nsfleet.admin import tables
 from nsfleet.admin.api import Api
+from nsfleet.client.http import ApiError
 from nsfleet.client.queues import parse_order_conf
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
@@ -21,6 +22,7 @@ from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 class Output:
     data: Any
     show: list[RenderableType] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # for stderr, with --json too
 
 
 Command = Callable[[Api, argparse.Namespace], Awaitable[Output]]
@@ -29,7 +31,8 @@ Command = Callable[[Api, argparse.Namespace], Awaitable[Output]]
 async def cluster_list(api: Api, args: argparse.Namespace) -> Output:
     info = await api.cluster_info()
     live = await api.brokers() if api.live_table else []  # heartbeat ages over HTTP only
-    return Output(info, [tables.cluster_table(info, live or [])])
+    return Output(info, [tables.cluster_table(info, live or [],
+                                              heartbeats_known=api.live_table)])
 
 
 async def broker_list(api: Api, args: argparse.Namespace) -> Output:
@@ -108,10 +111,33 @@ async def order_conf(api: Api, args: argparse.Namespace) -> Output:
     if args.order_action == "put":
         # Checked here because a malformed value breaks every Java producer of the topic
         # (Integer.parseInt in topicRouteData2TopicPublishInfo); mqadmin does not check.
-        if not parse_order_conf(args.conf):
+        named = [name for name, _ in parse_order_conf(args.conf)]
+        if not named:
             raise ValueError("orderConf is empty; expected brokerName:queueNums;...")
-        return await _kv_put(api, ORDER_TOPIC_CONFIG, args.topic, args.conf)
+        serving = await _groups_serving(api, args.topic)
+        out = await _kv_put(api, ORDER_TOPIC_CONFIG, args.topic, args.conf)
+        strays = [name for name in named if name not in serving]
+        if strays:
+            # Stored all the same, as Java's NameServer and mqadmin updateOrderConf store it:
+            # the groups may register the topic later.
+            out.warnings.append(
+                f"{', '.join(strays)} {'does' if len(strays) == 1 else 'do'} not serve topic "
+                f"{args.topic} now (it is on {', '.join(sorted(serving)) or 'no broker group'}); "
+                "ordered producers get no queues there until it does. Stored anyway, as Java's "
+                "NameServer does")
+        return out
     return await _kv_delete(api, ORDER_TOPIC_CONFIG, args.topic)
+
+
+async def _groups_serving(api: Api, topic: str) -> set[str]:
+    """The broker groups with queue data for ``topic`` (none when it has no route)."""
+    try:
+        route = await api.route(topic)
+    except ApiError as exc:
+        if exc.status == 404:
+            return set()
+        raise
+    return {q["brokerName"] for q in route.get("queueDatas", [])}
 
 
 async def wipe_write_perm(api: Api, args: argparse.Namespace) -> Output:

@@ -39,8 +39,14 @@ def _addrs_text(addrs: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(addrs.items(), key=lambda kv: int(kv[0])))
 
 
-def cluster_table(info: dict[str, Any], live: list[dict[str, Any]]) -> Table:
-    """clusterList: one row per broker of every group, with its last heartbeat."""
+REMOTING_NO_HEARTBEATS = ("Last Heartbeat: no NameServer request over remoting carries it (mqadmin "
+                          "asks each broker); --server http://HOST:8080 shows it")
+
+
+def cluster_table(info: dict[str, Any], live: list[dict[str, Any]], *,
+                  heartbeats_known: bool = True) -> Table:
+    """clusterList: one row per broker of every group, with its last heartbeat (when the
+    protocol tells it: not over remoting, which the caption says)."""
     beats = {(b["clusterName"], b["brokerAddr"]): b for b in live}
     now = time.time() * 1000
     table = _table("Cluster", "Broker Name", "BID", "Role", "Addr", "Zone", "Last Heartbeat",
@@ -57,6 +63,8 @@ def cluster_table(info: dict[str, Any], live: list[dict[str, Any]]) -> Table:
                 age = seconds_text(now - beat["lastUpdateTimestamp"]) + " ago" if beat else "-"
                 _row(table, cluster, name, str(bid), role(int(bid)), addr,
                      group.get("zoneName") or "", age)
+    if not heartbeats_known:
+        table.caption = REMOTING_NO_HEARTBEATS
     return table
 
 
@@ -73,6 +81,8 @@ def broker_table(brokers: list[dict[str, Any]]) -> Table:
              seconds_text(b["deadline"] - now) if known else "-",
              seconds_text(b["heartbeatTimeoutMillis"]) if known else "-",
              str(dv.get("counter", 0)) if known else "-")
+    if any("lastUpdateTimestamp" not in b for b in brokers):
+        table.caption = REMOTING_NO_HEARTBEATS
     return table
 
 

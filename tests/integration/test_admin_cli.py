@@ -138,6 +138,23 @@ def test_order_conf(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
     assert fleet.get("/v1/kv/ORDER_TOPIC_CONFIG/TopicTest") == {"value": "broker-a:4;broker-b:4"}
     code, _, err = _run(capsys, fleet, "order-conf", "put", "TopicTest", "broker-a")
     assert code == 1 and "not brokerName:queueNums" in err
+    assert "warning" not in err
+
+
+def test_order_conf_naming_a_group_without_the_topic_warns_and_stores(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """Java's NameServer and mqadmin store any orderConf; the CLI stores it too, and warns on
+    stderr (also with --json) when a named group does not serve the topic."""
+    code, out, err = _run(capsys, fleet, "order-conf", "put", "OnlyB", "broker-a:8", "--json")
+    assert code == 0 and json.loads(out)
+    assert ("warning: broker-a does not serve topic OnlyB now (it is on broker-b)" in err)
+    assert fleet.get("/v1/kv/ORDER_TOPIC_CONFIG/OnlyB") == {"value": "broker-a:8"}
+    code, _, err = _run(capsys, fleet, "order-conf", "put", "NoSuchTopic", "broker-a:8")
+    assert code == 0 and "(it is on no broker group)" in err
+    code, _, err = _run(capsys, fleet, "order-conf", "put", "OnlyB", "broker-b:8")
+    assert code == 0 and err == ""
+    for topic in ("OnlyB", "NoSuchTopic"):
+        assert _run(capsys, fleet, "order-conf", "delete", topic)[0] == 0
     code, out, _ = _run(capsys, fleet, "order-conf", "delete", "TopicTest")
     assert code == 0 and "deleted ORDER_TOPIC_CONFIG TopicTest" in out
     code, _, err = _run(capsys, fleet, "order-conf", "get", "TopicTest")
@@ -173,6 +190,16 @@ def _remoting(capsys: pytest.CaptureFixture[str], fleet: Fleet, *argv: str) -> t
     code = main(["admin", "-n", addrs, *argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_remoting_tables_say_why_heartbeats_are_missing(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("cluster-list", "broker-list"):
+        code, out, err = _remoting(capsys, fleet, command)
+        assert code == 0, err
+        assert "no NameServer request over remoting carries it" in " ".join(out.split())
+        code, out, err = _run(capsys, fleet, command)
+        assert code == 0 and "over remoting" not in out and " ago" in out
 
 
 def test_every_command_over_the_remoting_protocol(fleet: Fleet,

@@ -69,6 +69,7 @@ def test_http_admin_sends_its_token(worker: tuple[WorkerProcess, Path],
     w, tmp = worker
     code, text = run(capsys, "--server", w.url, "kv", "put", "NS", "h", "v2")
     assert code == 1 and "bearer token" in text
+    assert "HTTP 401: give a token with --token-file FILE" in text
     code, text = run(capsys, "--server", w.url, "--token-file", str(tmp / "write-token"),
                      "kv", "put", "NS", "h", "v2")
     assert code == 0, text
