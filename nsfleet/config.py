@@ -42,6 +42,12 @@ class Settings:
     max_body_size: int = 16 * 1024 * 1024
     max_frame_size: int = 16 * 1024 * 1024
     route_cache: bool = True
+    # Store outages (docs/reliability.md): serve the last coherent view at most this long; 0
+    # fails reads at once. 120 s is Java's broker timeout: past it Java would have expired a
+    # broker that went silent when the store did, and the view cannot tell.
+    stale_serve_max: float = 120.0
+    min_replica_acks: int = 0  # writes wait (WAIT) until this many replicas have them
+    replica_ack_timeout: float = 0.5  # seconds a write waits for its replica acks
     ui: bool = True  # the read-only console at /ui
     data_dir: str = ""
     namesrv_config_file: str = ""  # a Java NameServer's -c file (namesrv.properties)
@@ -82,9 +88,16 @@ class Settings:
             raise validation.ValidationError("log-format", "must be json or console")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise validation.ValidationError("log-level", "must be debug, info, warning or error")
-        for name in ("broker_timeout", "sweep_interval", "expiry_guard_max_hold"):
+        for name in ("broker_timeout", "sweep_interval", "expiry_guard_max_hold",
+                     "replica_ack_timeout"):
             if getattr(self, name) <= 0:
                 raise validation.ValidationError(name.replace("_", "-"), "must be > 0")
+        if self.stale_serve_max < 0:
+            raise validation.ValidationError("stale-serve-max", "must be >= 0 (0: off)")
+        validation.integer(self.min_replica_acks, "min-replica-acks", 0, 16)
+        if self.min_replica_acks and self.redis_url.startswith("redis+cluster://"):
+            raise validation.ValidationError("min-replica-acks", "is not supported on a Redis "
+                                             "Cluster (each master has its own replicas)")
         if not 0 <= self.expiry_guard_share <= 1:
             raise validation.ValidationError("expiry-guard-share", "must be between 0 and 1")
         for name in ("max_body_size", "max_frame_size"):
@@ -166,6 +179,11 @@ HELP = {
     "max_body_size": "largest HTTP request body, in bytes",
     "max_frame_size": "largest remoting frame, in bytes (the connection is closed above it)",
     "route_cache": "cache routes in the worker, invalidated through Redis pub/sub",
+    "stale_serve_max": "seconds a worker may answer reads from its last coherent view while "
+                       "Redis is away (marked stale); 0 fails them at once",
+    "min_replica_acks": "writes wait (Redis WAIT) until this many replicas have them, and "
+                        "answer an error when fewer do within replica-ack-timeout (0: off)",
+    "replica_ack_timeout": "seconds a write waits for min-replica-acks",
     "data_dir": "embedded Redis data directory",
     "ui": "serve the read-only fleet console at /ui on the HTTP port",
     "namesrv_config_file": "a Java NameServer's properties file (mqnamesrv -c): its "

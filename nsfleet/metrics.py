@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import (
@@ -109,6 +109,20 @@ class Metrics:
                                       registry=r)
         self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
                                    registry=r)
+        self.stale_answers = Counter("nsfleet_stale_answers",
+                                     "Reads answered from the worker's last coherent view while "
+                                     "the store was away, by what was read (route, cluster_info, "
+                                     "topic_list)", ["read"], registry=r)
+        self.stale_view_age = Gauge("nsfleet_stale_view_age_seconds",
+                                    "Age of the view this worker serves stale while the store "
+                                    "is away (0: its view is coherent)", registry=r)
+        self.stale_view_age.set_function(lambda: self.stale_age() or 0.0)
+        # Set by the route cache: seconds its view has been stale, or None.
+        self.stale_age: Callable[[], float | None] = lambda: None
+        self.replayed = Counter("nsfleet_outage_replays",
+                                "Registrations and heartbeats a broker sent during a store outage, "
+                                "replayed when the store returned, by result (applied, "
+                                "superseded, failed)", ["result"], registry=r)
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
 
     def child(self, metric: Any, *labels: str) -> Any:

@@ -85,10 +85,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     remoting: RemotingServer | None = None
     sweeper: Sweeper | None = None
     store = RouteStore(client, settings.namespace,
-                       on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs))
-    cache = RouteCache(store, metrics, enabled=settings.route_cache)
-    config = NamesrvConfig(store, static={"listenPort": str(settings.remoting_port),
-                                          "bindAddress": settings.host})
+                       on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs),
+                       replica_acks=settings.min_replica_acks,
+                       replica_ack_timeout_ms=int(settings.replica_ack_timeout * 1000))
+    cache = RouteCache(store, metrics, enabled=settings.route_cache,
+                       stale_serve_max=settings.stale_serve_max)
+    # The worker's own values: its sweep period is what scanNotActiveBrokerInterval means.
+    config = NamesrvConfig(store, static={
+        "listenPort": str(settings.remoting_port), "bindAddress": settings.host,
+        "scanNotActiveBrokerInterval": str(round(settings.sweep_interval * 1000))})
     presence = WorkerPresence(store, advertise=advertise_address(
         settings.advertise_address, settings.host, settings.remoting_port))
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
@@ -138,7 +143,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         metrics.ready.set(1)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
-                          guard_max_hold=settings.expiry_guard_max_hold)
+                          guard_max_hold=settings.expiry_guard_max_hold,
+                          outage=cache.outage)
         sweeper.start()
         # What start-up built (modules, the apps, their tables) lives as long as the worker: out
         # of the collector's generations, so no full collection scans it again and the pauses

@@ -181,6 +181,19 @@ class StoreUnavailable(NameServerError):
         super().__init__(f"Redis unavailable: {reason}")
 
 
+class ReplicaAcksMissing(NameServerError):
+    """A write reached the Redis master but fewer replicas than ``--min-replica-acks``
+    acknowledged it in time: not acknowledged to the client, since a failover may lose it."""
+
+    http_status = 503
+    http_reports_code = False
+
+    def __init__(self, acks: int, wanted: int, timeout_ms: int) -> None:
+        super().__init__(f"Redis replication: written to the master but acknowledged by {acks} "
+                         f"of {wanted} replicas within {timeout_ms} ms, so it may not survive a "
+                         "failover; retry")
+
+
 class StoreFailed(NameServerError):
     """Redis answered with an error."""
 

@@ -329,18 +329,32 @@ async def readyz(request: web.Request) -> web.Response:
     if not state["scripts_loaded"]:
         reasons.append("scripts not loaded")
     store_up = 0
+    # While a stale view is served the store is probably away: answer within a probe's timeout.
+    limit = 2.0 if ns.stale_age() is None else 0.5
+    store_error = ""
     try:
-        async with asyncio.timeout(2.0):
+        async with asyncio.timeout(limit):
             await ns.check_store()
         store_up = 1
     except NameServerError as exc:
-        reasons.append(exc.remark)
+        store_error = exc.remark
     except TimeoutError:
-        reasons.append("Redis unavailable: no answer to PING within 2 s")
+        store_error = f"Redis unavailable: no answer within {limit:g} s"
     ns.metrics.store_up.set(store_up)
+    age = ns.stale_age() if store_error else None
+    if store_error and age is None:
+        reasons.append(store_error)
     ns.metrics.ready.set(0 if reasons else 1)
     if reasons:
         return web.json_response({"code": 503, "error": "; ".join(reasons)}, status=503)
+    if age is not None:
+        # Ready while it can serve: the routes it holds are answered, marked stale.
+        left = ns.settings.stale_serve_max - age
+        return ok({"status": "ready", "stale": True, "staleSeconds": round(age, 1),
+                   "staleRoutes": ns.stale_routes,
+                   "reason": f"{store_error}; serving this worker's last coherent view "
+                             f"({ns.stale_routes} routes, {age:.0f} s old) for {left:.0f} s "
+                             "more at most"})
     return ok({"status": "ready"})
 
 

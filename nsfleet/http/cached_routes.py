@@ -35,7 +35,7 @@ def answer_cached_routes_first(server: web.Server, ns: NameServer) -> None:
                     answer = ns.cached_route(topic)
                 except NameServerError:  # the application answers it, with its error
                     answer = None
-                if answer is not None:
+                if answer is not None and ns.stale_age() is None:  # stale: marked there
                     served.inc()
                     return web.Response(
                         body=answer.encoded("standard-json", standard_route_json),

@@ -26,6 +26,17 @@ def error_response(status: int, message: str, code: int | None = None) -> web.Re
                              status=status)
 
 
+# Reads a worker may answer from its last coherent view while the store is away.
+STALE_MARKED = ("/v1/routes", "/v1/cluster-info", "/v1/topics", "/v1/clusters/")
+
+
+def mark_stale(response: web.StreamResponse, age: float) -> None:
+    """Say the answer comes from a view ``age`` seconds old (docs/http-api.md)."""
+    response.headers["Age"] = str(int(age))
+    response.headers["Warning"] = '110 nsfleet "Response is Stale"'
+    response.headers["X-Nsfleet-Stale"] = f"{age:.1f}"
+
+
 def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamResponse]]:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -46,6 +57,9 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
             if exc.status < 400:
                 raise
             response = error_response(exc.status, exc.reason)
+        if response.status < 400 and (age := metrics.stale_age()) is not None and (
+                name.startswith(STALE_MARKED)):
+            mark_stale(response, age)
         metrics.tally(metrics.http_requests, name, request.method, str(response.status)).inc()
         metrics.child(metrics.http_latency, name, request.method).observe(
             time.perf_counter() - started)

@@ -120,6 +120,7 @@ class NameServer:
         """Run a write, then wait until this worker's cache has applied every change it
         published, so the next read here sees the write (read your writes)."""
         result = await write
+        self._cache.store_answered()
         await self._cache.sync()
         return result
 
@@ -250,10 +251,12 @@ class NameServer:
             return False
         assert cluster is not None and addr is not None
         try:
-            return await self._store.heartbeat(cluster, addr)
+            alive = await self._store.heartbeat(cluster, addr)
         except StoreUnavailable:
             self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
             raise
+        self._cache.store_answered()
+        return alive
 
     async def query_data_version(self, cluster: str | None, addr: str | None,
                                  dv: DataVersion | None) -> tuple[bool, DataVersion | None]:
@@ -268,6 +271,7 @@ class NameServer:
         except StoreUnavailable:
             self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
             raise
+        self._cache.store_answered()
         return changed or dv is None, stored
 
     async def live_brokers(self) -> list[LiveBroker]:

@@ -9,8 +9,17 @@ invalidation, was applied since the fill started. A change announced while a rea
 can therefore never leave the answer from before it cached, whichever came first on the wire.
 
 An entry also expires when the first member it lists reaches its deadline, since TTL expiry
-publishes nothing. Without a live subscription nothing is cached, so a
-lost pub/sub connection can never serve a stale route. Long-polls wait on the same feed.
+publishes nothing. Without a live subscription nothing new is cached, so a lost pub/sub
+connection can never make a stale route look current. Long-polls wait on the same feed.
+
+Store outages (docs/reliability.md, "Redis away"): when the feed breaks, the entries are kept as
+the worker's *last coherent view*, served marked stale (``stale_age``) for ``stale_serve_max``
+seconds at most, whatever their members' deadlines (the store that would tell of a heartbeat is
+away: Eureka's self-preservation). Nothing read meanwhile is stored. When the feed is back, the
+view is kept only if the store proves it missed no change: the same Redis process (``run_id``)
+and the same change counter (``P:rev``) as the last change the feed delivered; otherwise every
+entry is dropped. Reads wait (briefly) while the worker replays what brokers sent it during the
+outage (``on_store_back``), so its own routes never miss a broker that kept heartbeating.
 """
 
 from __future__ import annotations
@@ -20,19 +29,25 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 import msgspec
 import structlog
 
-from nsfleet.domain.errors import NameServerError
+from nsfleet.domain.errors import NameServerError, StoreUnavailable
 from nsfleet.metrics import Metrics
-from nsfleet.store import RouteRead, RouteStore
+from nsfleet.service.outage import OutageClock
+from nsfleet.store import RouteRead, RouteStore, ViewMarker
 from nsfleet.store.change_feed import Change
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 SYNC_TIMEOUT = 0.5
+STALE_MISS_TIMEOUT = 1.0  # a miss while the view is stale tries Redis this long, then fails fast
+RESUME_READ_WAIT = 3.0  # reads wait at most this long for the replay that follows an outage
+RESUBSCRIBE_DELAY = 0.5  # seconds between subscription attempts while the store is away
 
 
 class Entry(msgspec.Struct, gc=False):
@@ -62,14 +77,25 @@ def _retrieve(fut: asyncio.Future[Entry]) -> None:
 
 class RouteCache:
     def __init__(self, store: RouteStore, metrics: Metrics, *, enabled: bool = True,
-                 max_entries: int = 100_000, max_age: float = 60.0) -> None:
+                 max_entries: int = 100_000, max_age: float = 60.0,
+                 stale_serve_max: float = 120.0) -> None:
         self.store = store
         self.metrics = metrics
         self._hits = metrics.tally(metrics.route_cache, "hit")
         self._misses = metrics.route_cache.labels("miss")
+        self._stale_hits = metrics.stale_answers.labels("route")
         self.enabled = enabled
         self.max_entries = max_entries
         self.max_age = max_age
+        self.stale_serve_max = stale_serve_max  # 0: drop the view when the feed breaks
+        self.outage = OutageClock()
+        metrics.stale_age = self.stale_age
+        self._view: ViewMarker | None = None  # the store and P:rev the entries are coherent with
+        self._resumed: asyncio.Event = asyncio.Event()  # cleared while an outage's replay runs
+        self._resumed.set()
+        # Run once the store is back, before reads go on (NameServer's replay of what brokers
+        # sent during the outage).
+        self.on_store_back: list[Callable[[], Awaitable[None]]] = []
         self._entries: OrderedDict[tuple[str, bool], Entry] = OrderedDict()
         self._subscribed = False
         self._task: asyncio.Task[None] | None = None
@@ -85,6 +111,14 @@ class RouteCache:
         # kept only while fills are in flight (they are the only ones who ask)
         self._filling: dict[tuple[str, bool], _Fill] = {}
         self._any_change: set[asyncio.Future[None]] = set()  # woken by every change message
+        self._lost_at: float | None = None  # monotonic: the feed was lost (not back yet)
+        self._stale_view = False  # the entries are the last coherent view, served stale
+        self._background: set[asyncio.Task[None]] = set()
+        self._retry_now = asyncio.Event()  # the store answered: subscribe again without waiting
+        # The last answer of each non-route read (cluster info, topic lists) with the number of
+        # change messages applied when it was read; dropped at the next change message.
+        self._last_answers: dict[str, object] = {}
+        self._announced = 0  # change messages applied (of any kind but sync markers)
         self.on_config_change: list[asyncio.Event] = []
         # Told about every broker the sweep expires (cluster, addr), on any worker.
         self.on_expired: list[Callable[[str, str], None]] = []
@@ -103,6 +137,9 @@ class RouteCache:
         while not self._closing:
             try:
                 async with self.store.changes.subscribe() as subscription:
+                    # Subscribed first: every change after this is delivered, so the marker
+                    # read next accounts for everything before it.
+                    self._resume(await self.store.view_marker())
                     self._subscribed = True
                     while not self._closing:
                         change = await subscription.next(wait=1.0)
@@ -110,17 +147,112 @@ class RouteCache:
                             self._apply(change)
             except asyncio.CancelledError:
                 return
-            except Exception as exc:  # the subscription broke: cache nothing until it is back
-                log.warning("change feed lost", error=str(exc))
+            except Exception as exc:  # the subscription broke, or Redis is away
+                if self._lost_at is None:
+                    log.warning("change feed lost", error=str(exc))
             finally:
                 self._subscribed = False
-                self._invalidate_all()
+                self._feed_lost()
             if not self._closing:
-                await asyncio.sleep(1.0)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(RESUBSCRIBE_DELAY):
+                        await self._retry_now.wait()
+                self._retry_now.clear()
+                self._check_stale_bound()
+
+    def _feed_lost(self) -> None:
+        """Messages may be missed from now on. Keep the entries as the last coherent view
+        (served stale, bounded), or drop them when stale serving is off."""
+        if self._closing or self._lost_at is not None:
+            return
+        self._lost_at = time.monotonic()
+        self.outage.began()
+        if not (self.enabled and self.stale_serve_max > 0 and self._view is not None
+                and self._entries):
+            self._view = None
+            self._invalidate_all()
+            return
+        # No read started before this may store what it read: it cannot be proven current.
+        self._seq += 1
+        self._cleared_at = self._seq
+        self._stale_view = True
+        log.warning("serving a stale view while the store is away", routes=len(self._entries),
+                    at_most_s=self.stale_serve_max)
+
+    def _check_stale_bound(self) -> None:
+        if self._stale_view and self._lost_at is not None and (
+                time.monotonic() - self._lost_at > self.stale_serve_max):
+            self._end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
+
+    def _end_stale_view(self, why: str) -> None:
+        self._stale_view = False
+        self._view = None
+        self._invalidate_all()
+        log.warning("stopped serving the stale view", reason=why)
+
+    def store_answered(self) -> None:
+        """A Redis call just succeeded while the feed is lost: the store is back. The stale
+        view is served no more; reads wait (briefly) for the feed and the replay, and the
+        listener tries again at once."""
+        if self._lost_at is None or not self._resumed.is_set():
+            return
+        if self._stale_view:
+            self._end_stale_view("the store answered again")
+        self._hold_reads()
+        self._retry_now.set()
+
+    def _hold_reads(self) -> None:
+        self._resumed.clear()
+        # Never longer than RESUME_READ_WAIT, whatever happens to the feed and the replay.
+        asyncio.get_running_loop().call_later(RESUME_READ_WAIT, self._resumed.set)
+
+    def _resume(self, marker: ViewMarker) -> None:
+        """The feed is live again. The view stays only when the store proves it missed no
+        change: the same Redis process and the same change counter as the last change the feed
+        delivered (a restart, a promoted replica or another worker's write moves one of them)."""
+        kept = self._lost_at is not None and self._stale_view and marker == self._view
+        if self._stale_view and not kept:
+            self._end_stale_view("the store changed while it was away" if self._view
+                                 else "the view was lost")
+        elif not kept:
+            self._invalidate_all()
+        else:  # a config change announces itself but moves no counter: read it again
+            self._stale_view = False
+            for event in self.on_config_change:
+                event.set()
+        self._view = marker
+        if self._lost_at is None:
+            self._resumed.set()
+            return
+        away = time.monotonic() - self._lost_at
+        self._lost_at = None
+        self.outage.ended()
+        log.warning("store back", away_s=round(away, 1), view_kept=kept)
+        if not self.on_store_back:
+            self._resumed.set()
+            return
+        self._hold_reads()
+        task = asyncio.create_task(self._after_store_back(), name="store-back")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _after_store_back(self) -> None:
+        try:
+            for hook in self.on_store_back:
+                try:
+                    await hook()
+                except Exception as exc:  # the next outage's end tries again
+                    log.warning("after the store came back", error=str(exc))
+        finally:
+            self._resumed.set()
 
     def _apply(self, change: Change) -> None:
+        if change.rev and self._view is not None and change.rev > self._view.rev:
+            self._view = ViewMarker(self._view.server, change.rev)
         if change.sync_token is None:
             self._wake(self._any_change)
+            self._announced += 1
+            self._last_answers.clear()
         if change.sync_token is not None:
             fut = self._syncs.get(change.sync_token)
             if fut is not None and not fut.done():
@@ -159,6 +291,8 @@ class RouteCache:
         self._seq += 1
         self._cleared_at = self._seq
         self._entries.clear()
+        self._announced += 1
+        self._last_answers.clear()
         for event in self.on_config_change:
             event.set()
         self.wake_watchers()
@@ -212,12 +346,45 @@ class RouteCache:
 
     def peek(self, topic: str | None, *, order_conf: bool = False) -> Entry | None:
         """The topic's cached entry if it is still valid (no Redis call), else None (always for
-        a name ``get`` was never asked about, None included)."""
+        a name ``get`` was never asked about, None included). While the store is away, the
+        entry of the last coherent view (see ``stale_age``)."""
         entry = self._entries.get((topic, order_conf))
-        if entry is not None and entry.expires > time.monotonic():
+        if entry is None:
+            return None
+        if self._stale_view:
+            return self._peek_stale(entry)
+        if entry.expires > time.monotonic():
             self._hits.inc()
             return entry
         return None
+
+    def _peek_stale(self, entry: Entry) -> Entry | None:
+        """An entry of the stale view: valid when the view was last coherent, within the
+        bound. Its members' deadlines are not applied meanwhile (self-preservation: the store
+        that would have recorded their heartbeats is away)."""
+        lost_at = self._lost_at
+        if lost_at is None:
+            return None
+        if time.monotonic() - lost_at > self.stale_serve_max:
+            self._end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
+            return None
+        if entry.expires <= lost_at:
+            return None
+        self._stale_hits.inc()
+        return entry
+
+    def stale_age(self) -> float | None:
+        """Seconds since the view stopped being coherent, while it is served stale; else
+        None."""
+        if not self._stale_view or self._lost_at is None:
+            return None
+        age = time.monotonic() - self._lost_at
+        return age if age <= self.stale_serve_max else None
+
+    @property
+    def stale_routes(self) -> int:
+        """Routes the stale view can answer (0 when the view is coherent)."""
+        return len(self._entries) if self.stale_age() is not None else 0
 
     def _unchanged_since(self, topic: str, seq: int) -> bool:
         """No invalidation of ``topic`` (nor of the whole cache) was applied after ``seq``."""
@@ -229,6 +396,10 @@ class RouteCache:
         entry = self.peek(topic, order_conf=order_conf)
         if entry is not None:
             return entry
+        if not self._resumed.is_set():  # the store is back: let the replay land first
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RESUME_READ_WAIT):
+                    await self._resumed.wait()
         key = (topic, order_conf)
         fill = self._filling.get(key)
         if fill is not None and self._unchanged_since(topic, fill.started):
@@ -241,7 +412,7 @@ class RouteCache:
         now = time.monotonic()
         self._fills += 1
         try:
-            read = await self.store.pickup_route(topic, order_conf=order_conf)
+            read = await self._read(topic, order_conf)
         except BaseException as exc:
             fill.future.set_exception(exc)
             raise
@@ -261,6 +432,44 @@ class RouteCache:
         if not self._fills:
             self._changed_at.clear()
         return entry
+
+    async def _read(self, topic: str, order_conf: bool) -> RouteRead | None:
+        if self._lost_at is None:
+            return await self.store.pickup_route(topic, order_conf=order_conf)
+        # The feed is lost: Redis is probably away, so a route the view cannot answer fails
+        # fast instead of waiting out connection timeouts past the client's own.
+        try:
+            async with asyncio.timeout(STALE_MISS_TIMEOUT):
+                read = await self.store.pickup_route(topic, order_conf=order_conf)
+            self.store_answered()
+            return read
+        except TimeoutError:
+            raise StoreUnavailable(f"no answer within {STALE_MISS_TIMEOUT:g} s, and this "
+                                   "worker's view of the routes does not hold the topic") from None
+
+    async def answer(self, key: str, read: Callable[[], Awaitable[T]], kind: str) -> T:
+        """A non-route read (cluster info, a topic list): ``read()`` from Redis, remembered
+        while no change is announced; while the store is away, the remembered answer of the
+        last coherent view (counted as a stale answer of ``kind``)."""
+        announced, coherent = self._announced, self._subscribed and not self._stale_view
+        try:
+            if self._lost_at is None:
+                value = await read()
+            else:
+                async with asyncio.timeout(STALE_MISS_TIMEOUT):
+                    value = await read()
+                self.store_answered()
+        except (StoreUnavailable, TimeoutError) as exc:
+            last = self._last_answers.get(key)
+            if last is None or self.stale_age() is None:
+                if isinstance(exc, TimeoutError):
+                    raise StoreUnavailable(f"no answer within {STALE_MISS_TIMEOUT:g} s") from None
+                raise
+            self.metrics.stale_answers.labels(kind).inc()
+            return cast(T, last)
+        if coherent and self._subscribed and announced == self._announced:
+            self._last_answers[key] = value
+        return value
 
     @contextlib.contextmanager
     def watch(self, topics: Iterable[str]) -> Iterator[asyncio.Future[None]]:

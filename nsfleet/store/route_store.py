@@ -11,8 +11,9 @@ import asyncio
 import hashlib
 import json
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,10 @@ import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
 
 from nsfleet.domain import validation
-from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.errors import RegistrationRejected, ReplicaAcksMissing
 from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
@@ -80,6 +82,7 @@ SCRIPT_STATUSES: dict[str, frozenset[str]] = {
     "write_perm": frozenset({"ok"}),
     "kv_put": frozenset({"ok"}),
     "kv_delete": frozenset({"ok"}),
+    "topic_overview": frozenset({"ok"}),
 }
 
 
@@ -133,6 +136,11 @@ def _json(value: Any) -> bytes:
     return _encode(value)
 
 
+def _run_id(info: Any) -> str:
+    """INFO server's run_id; "" when the server refused INFO."""
+    return "" if isinstance(info, Exception) else str(info.get("run_id", ""))
+
+
 def _flag(b: bool) -> str:
     return "1" if b else "0"
 
@@ -151,13 +159,18 @@ class RouteStore:
 
     def __init__(self, redis: RedisClient, namespace: str = "default", *,
                  on_script: Callable[[str, float], None] | None = None,
-                 probe_min_topics: int = PROBE_MIN_TOPICS, chunk_rows: int = CHUNK_ROWS) -> None:
+                 probe_min_topics: int = PROBE_MIN_TOPICS, chunk_rows: int = CHUNK_ROWS,
+                 replica_acks: int = 0, replica_ack_timeout_ms: int = 500) -> None:
         """``on_script(name, seconds)`` is told the duration of every script call (metrics);
         registrations of at least ``probe_min_topics`` topics are first offered as a digest;
         no script call writes or removes more than ``chunk_rows`` queue rows (bigger
         registrations, cascades and topic deletions run in several calls)."""
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be at least 1")
+        # Writes a client is told succeeded wait for this many replicas (WAIT), so a Sentinel
+        # failover cannot lose them (docs/reliability.md).
+        self.replica_acks = replica_acks
+        self.replica_ack_timeout_ms = replica_ack_timeout_ms
         self.on_script = on_script
         self.probe_min_topics = probe_min_topics
         self.chunk_rows = chunk_rows
@@ -166,7 +179,7 @@ class RouteStore:
         self.keys = Keys(namespace)
         self.changes = ChangeFeed(redis, self.keys.changes)
         self.history = ChangeHistory(redis, self.keys.history)
-        self.topic_overview = TopicOverview(redis, self.keys)
+        self.topic_overview = TopicOverview(redis, self.keys, self._call_many)
         # Validated and encoded tables by the identity of the (immutable) table sent.
         self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
         self._scripts: dict[str, AsyncScript] = {
@@ -183,11 +196,26 @@ class RouteStore:
         """Run a script; its reply as (status, the values after it), see ``_reply``."""
         started = time.perf_counter()
         try:
-            result = await self._scripts[name](keys=[self.keys.prefix, *keys], args=list(args))
+            if self.replica_acks and name in scripts.ACKED_WRITES:
+                result = await self._call_acked(name, [self.keys.prefix, *keys], list(args))
+            else:
+                result = await self._scripts[name](keys=[self.keys.prefix, *keys],
+                                                   args=list(args))
         finally:
             if self.on_script is not None:
                 self.on_script(name, time.perf_counter() - started)
         return _reply(name, result)
+
+    async def _call_acked(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """The script, then WAIT on the same connection (WAIT counts the replicas that have
+        every write of its own connection)."""
+        pipe = self.redis.pipeline(transaction=False)
+        await self._scripts[name](keys=keys, args=args, client=pipe)
+        pipe.wait(self.replica_acks, self.replica_ack_timeout_ms)
+        result, acks = await pipe.execute()
+        if int(acks) < self.replica_acks:
+            raise ReplicaAcksMissing(int(acks), self.replica_acks, self.replica_ack_timeout_ms)
+        return result
 
     async def _call_many(self, name: str, calls: Sequence[Sequence[Any]], *,
                          stop_on: str | None = None) -> list[tuple[str, list[Any]]]:
@@ -486,22 +514,33 @@ class RouteStore:
 
     async def view_marker(self) -> ViewMarker:
         """The server and change counter now (see ViewMarker). The process id is read before
-        and after the counter: a restart in between never passes for the same server."""
+        and after the counter, so a restart in between never passes for the same server. A
+        server that refuses INFO (some managed services; fakeredis) is known by the counter
+        alone."""
         if isinstance(self.redis, RedisCluster):
             node = self.redis.get_node_from_key(self.keys.rev)
-            before = await self.redis.info("server", target_nodes=node)
+            before = await self._run_id(self.redis.info("server", target_nodes=node))
             rev = await self.redis.get(self.keys.rev)
-            after = await self.redis.info("server", target_nodes=node)
+            after = await self._run_id(self.redis.info("server", target_nodes=node))
         else:
             pipe = self.redis.pipeline(transaction=False)
             pipe.info("server")
             pipe.get(self.keys.rev)
             pipe.info("server")
-            before, rev, after = await pipe.execute()
-        server = str(before.get("run_id", ""))
-        if server != str(after.get("run_id", "")):
-            server = ""  # matches no view: the worker drops its view
+            first, rev, last = await pipe.execute(raise_on_error=False)
+            if isinstance(rev, Exception):
+                raise rev
+            before, after = _run_id(first), _run_id(last)
+        # A restart between the two reads: a server no view can match.
+        server = before if before == after else f"restarted:{uuid.uuid4().hex}"
         return ViewMarker(server, int(rev or 0))
+
+    @staticmethod
+    async def _run_id(info: Awaitable[Any]) -> str:
+        try:
+            return _run_id(await info)
+        except ResponseError as exc:
+            return _run_id(exc)
 
     # --- cluster tables ------------------------------------------------------------------------
 

@@ -17,8 +17,15 @@ INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
 SCRIPT_NAMES = (
     "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
     "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",
-    "register_topics", "register_commit", "drain_cleanup", "clear_write_perm",
+    "register_topics", "register_commit", "drain_cleanup", "clear_write_perm", "topic_overview",
 )
+# Writes acknowledged to a client, which wait for replicas with --min-replica-acks. Reads are
+# not; nor are heartbeats, the sweep and the drains, whose loss in a failover the next
+# heartbeat or sweep repairs.
+ACKED_WRITES = frozenset({
+    "register_broker", "register_topics", "register_commit", "unregister_broker",
+    "delete_topic", "register_topic", "write_perm", "kv_put", "kv_delete",
+})
 
 
 class IncludeError(Exception):
