@@ -283,6 +283,19 @@ def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixtu
     assert info.value.code == 2
 
 
+def test_namesrv_config_shows_the_sweep_period_the_worker_uses(
+        redis_server: RedisServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """scanNotActiveBrokerInterval is what the worker does (its --sweep-interval, in ms), over
+    HTTP and remoting alike."""
+    with Fleet(redis_server.url, workers=1, sweep_interval=2.5) as slow:
+        assert _json(capsys, slow, "namesrv-config", "get")["config"][
+            "scanNotActiveBrokerInterval"] == "2500"
+        code = main(["admin", "-n", f"127.0.0.1:{slow.settings[0].remoting_port}", "--json",
+                     "namesrv-config", "get"])
+        out = capsys.readouterr().out
+        assert code == 0 and json.loads(out)["config"]["scanNotActiveBrokerInterval"] == "2500"
+
+
 def test_namesrv_config_get_and_set(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
     """getNamesrvConfig / updateNamesrvConfig from the CLI, fleet-wide, with 318's parsing and
     blacklist."""
