@@ -26,6 +26,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from nsfleet.analytics.job import NEAR_DEADLINE
 from nsfleet.analytics.scan import redact
@@ -125,6 +126,7 @@ def _hist(values: pd.Series, xlabel: str, bins: int | np.ndarray = 30,
             ax.text(x, ax.get_ylim()[1] * 0.95, f" {label}", color="#C44E52", va="top")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("count")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # no 0.5 of a group
     return draw
 
 
@@ -137,6 +139,7 @@ def _stacked_bars(df: pd.DataFrame) -> Callable[[Axes], None]:
             ax.bar(pivot.index.astype(str), pivot[zone].to_numpy(), bottom=bottom, label=str(zone))
             bottom += pivot[zone].to_numpy()
         ax.set_ylabel("live brokers")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(title="zone", fontsize="small")
     return draw
 
