@@ -23,6 +23,7 @@ from nsfleet.remoting.fastjson import loads_lenient
 
 TOPIC_NOT_EXIST = 17
 QUERY_NOT_FOUND = 22
+REMOTING_IN_FLIGHT = 128  # route requests in flight over remoting
 HTTP_ROUTE_BATCH = 500  # topics per watch request
 HTTP_BATCHES_IN_FLIGHT = 4
 
@@ -77,14 +78,18 @@ class RemotingNameService:
 
     async def routes(self, topics: Sequence[str],
                      progress: Progress) -> dict[str, dict[str, Any] | None]:
-        async def one(topic: str) -> tuple[str, dict[str, Any] | None]:
-            body = await self._ok(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
-                                  not_found=TOPIC_NOT_EXIST)
-            progress(1)
-            return topic, None if body is None else loads_lenient(body or b"{}")
+        out: dict[str, dict[str, Any] | None] = {}
+        pending = iter(topics)
 
-        # The client's window bounds what is in flight; gather keeps the answers' order.
-        return dict(await asyncio.gather(*(one(t) for t in topics)))
+        async def reader() -> None:  # a few hundred of these, not a task per topic
+            for topic in pending:
+                body = await self._ok(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
+                                      not_found=TOPIC_NOT_EXIST)
+                out[topic] = None if body is None else loads_lenient(body or b"{}")
+                progress(1)
+
+        await asyncio.gather(*(reader() for _ in range(min(REMOTING_IN_FLIGHT, len(topics)))))
+        return out
 
     async def kv_namespaces(self) -> list[str] | None:
         return None  # no remoting request lists them
