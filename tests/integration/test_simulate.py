@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,6 +115,8 @@ def test_remoting_brokers_register_heartbeat_and_unregister(
         wait_until(lambda: len(fleet.brokers()) == 6 or proc.poll() is not None, 20, 0.1)
         assert proc.poll() is None, proc.communicate()[1].decode()
         assert {b["clusterName"] for b in fleet.brokers()} == {"DefaultCluster"}
+        # QUERY_DATA_VERSION (322) heartbeats reach the workers.
+        wait_until(lambda: any('code="322"' in _metrics(url) for url in fleet.urls), 20, 0.1)
         route = _admin_json(capsys, fleet, "topic-route", "TopicTest-3")
         assert route["queueDatas"] and route["brokerDatas"]
         proc.send_signal(signal.SIGINT)
@@ -127,6 +130,11 @@ def test_remoting_brokers_register_heartbeat_and_unregister(
     assert summary["registered"] == 6 and summary["unregistered"] == 6
     assert summary["heartbeats"] > 0 and summary["errors"] == 0
     assert fleet.brokers() == []
+
+
+def _metrics(url: str) -> str:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:
+        return resp.read().decode()
 
 
 @pytest.mark.parametrize(("argv", "message"), [
