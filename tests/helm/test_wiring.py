@@ -543,7 +543,10 @@ def test_helm_test_image_can_be_overridden(render) -> None:
 def test_worker_env_has_only_intended_extras(render) -> None:
     values = merge(MINIMAL, {"extraEnv": [{"name": "TZ", "value": "UTC"}]})
     env = env_names(render(values).container)
-    assert env == {"TZ": {"name": "TZ", "value": "UTC"}}
+    assert env == {"TZ": {"name": "TZ", "value": "UTC"},
+                   "NSFLEET_ADVERTISE_ADDRESS": {  # the address server lists the pod's IP
+                       "name": "NSFLEET_ADVERTISE_ADDRESS",
+                       "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}}
 
 
 @pytest.mark.parametrize(

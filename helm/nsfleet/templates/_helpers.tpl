@@ -57,6 +57,19 @@ app.kubernetes.io/component: redis
 {{- printf "%s-redis" (include "nsfleet.fullname" .) }}
 {{- end }}
 
+{{/*
+The address a worker advertises to the address server when every pod advertises the same one:
+config.advertiseAddress, or the Service's DNS name with advertise: service. Empty: each pod its
+own IP (the deployment sets NSFLEET_ADVERTISE_ADDRESS from status.podIP).
+*/}}
+{{- define "nsfleet.advertiseAddress" -}}
+{{- if .Values.config.advertiseAddress }}
+{{- .Values.config.advertiseAddress }}
+{{- else if eq .Values.config.advertise "service" }}
+{{- printf "%s.%s.svc:%d" (include "nsfleet.fullname" .) .Release.Namespace (int .Values.config.remotingPort) }}
+{{- end }}
+{{- end }}
+
 {{- define "nsfleet.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "nsfleet.fullname" .) .Values.serviceAccount.name }}
