@@ -102,6 +102,9 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     assert await store.kv_delete(ORDER_TOPIC_CONFIG, "T1")
     assert await store.kv_list(ORDER_TOPIC_CONFIG) == {}
 
+    # The live count per cluster (the alerting gauge) reads the deadlines on the Redis clock.
+    assert await store.live_count_by_cluster() == {"c1": 2}
+
     # A closed connection (another one, then the slave's own) and the sweep.
     assert await store.unregister_broker("c1", SLAVE.addr, "broker-a",
                                          closed_connection="w:2") == -1
