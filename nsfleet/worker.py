@@ -1,7 +1,9 @@
 """One nsfleet worker: HTTP API + remoting server + expiry sweep over one Redis.
 
 Start-up: the HTTP listener comes up first; while Redis is unreachable /livez answers and /readyz
-says why not (so Kubernetes does not crash-loop the pod). Shutdown on SIGTERM/SIGINT: readiness
+says why not (so Kubernetes does not crash-loop the pod); started from a terminal, the worker gives
+up after TERMINAL_REDIS_WAIT seconds instead, naming the setting to check. Shutdown on
+SIGTERM/SIGINT: readiness
 turns false at once, listeners stop accepting, in-flight requests (and long-polls, which notice the
 drain) get ``drain_timeout`` seconds in all, then the scheduler, the change-feed subscription and
 Redis connections close and the embedded Redis (if any) stops. Exit code 0.
