@@ -3,10 +3,10 @@
 Start-up: the HTTP listener comes up first; while Redis is unreachable /livez answers and /readyz
 says why not (so Kubernetes does not crash-loop the pod); started from a terminal, the worker gives
 up after TERMINAL_REDIS_WAIT seconds instead, naming the setting to check. Shutdown on
-SIGTERM/SIGINT: readiness
-turns false at once, listeners stop accepting, in-flight requests (and long-polls, which notice the
-drain) get ``drain_timeout`` seconds in all, then the scheduler, the change-feed subscription and
-Redis connections close and the embedded Redis (if any) stops. Exit code 0.
+SIGTERM/SIGINT: readiness turns false at once, listeners stop accepting, in-flight requests (and
+long-polls, which notice the drain) get ``drain_timeout`` seconds in all, then the scheduler, the
+change-feed subscription and Redis connections close and the embedded Redis (if any) stops. Exit
+code 0.
 """
 
 from __future__ import annotations
