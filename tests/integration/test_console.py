@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from nsfleet.redis_server import RedisServer
+from tests.support import big_fleet
 from tests.support.fleet import wait_until
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
@@ -93,5 +94,98 @@ def test_no_ui_turns_it_off(redis_server: RedisServer, tmp_path: Path) -> None:
                            tmp_path / "w.log").start()
     try:
         assert http("GET", f"{worker.url}/ui")[0] == 404
+    finally:
+        worker.stop()
+
+
+def _shown_topics(browser: Any) -> list[str]:
+    return [row.find_element("css selector", "td").text
+            for row in browser.find_elements("css selector", "#topics tbody tr")]
+
+
+def _pager(browser: Any) -> str:
+    return str(browser.find_element("id", "topics-pager").text)
+
+
+def test_the_console_at_fleet_scale(redis_server: RedisServer, tmp_path: Path,
+                                    browser: Any) -> None:
+    """10,000 topics and 500 brokers: search narrows the topics (by name, group, address),
+    sorting and paging work, system and retry topics are hidden by default, the topic and
+    broker-group views show the route, and the changes panel shows a registration and an expiry
+    made meanwhile."""
+    from selenium.webdriver.support.ui import Select
+
+    worker = WorkerProcess({"NSFLEET_REDIS_URL": redis_server.url,
+                            "NSFLEET_NAMESPACE": "console-scale", "NSFLEET_SWEEP_INTERVAL": "1"},
+                           tmp_path / "w.log").start()
+    try:
+        url = worker.url
+        fleet = big_fleet.layout()
+        big_fleet.register(url, fleet)
+        assert http("PUT", f"{url}/v1/kv/ORDER_TOPIC_CONFIG/Orders-00042",
+                    {"value": "broker-042:8;broker-043:8"})[0] == 200
+        browser.get(f"{url}/ui")
+        summary = browser.find_element("id", "summary")
+        wait_until(lambda: summary.text == "5 clusters, 250 broker groups, 500 brokers, "
+                                           "10000 topics", timeout=30.0)
+        assert browser.execute_script("return window.nsfleetConsole.firstRenderMs") > 0
+        # Application topics only, 100 a page: 9,995 less 999 %RETRY% ones.
+        shown = _shown_topics(browser)
+        assert shown[:2] == ["Orders-00000", "Orders-00001"] and len(shown) == 100
+        assert "1\u2013100 of 8,996" in _pager(browser)  # an en dash
+        browser.find_element("css selector", "#topics-pager button:last-child").click()
+        assert _shown_topics(browser)[0] == "Orders-00111"  # page 2 (retry topics skipped)
+        kinds = Select(browser.find_element("id", "topic-kind"))
+        kinds.select_by_value("retry")
+        assert all(t.startswith("%RETRY%") for t in _shown_topics(browser))
+        assert "of 999" in _pager(browser)
+        kinds.select_by_value("system")
+        assert sorted(_shown_topics(browser)) == sorted(big_fleet.SYSTEM_TOPICS)
+        kinds.select_by_value("normal")
+
+        search = browser.find_element("id", "topic-search")
+        search.send_keys("Orders-0421")
+        assert _shown_topics(browser) == [f"Orders-0421{d}" for d in range(9)]
+        search.clear()
+        search.send_keys("broker-007")  # a group: the topics it serves
+        by_group = _shown_topics(browser)
+        search.clear()
+        search.send_keys("10.1.0.7:10911")  # its slave's address
+        assert _shown_topics(browser) == by_group and "Orders-00006" in by_group
+        search.clear()
+        search.send_keys(" ")  # nothing typed: everything again
+        assert "of 8,996" in _pager(browser)
+
+        topic_header = browser.find_element("css selector", "#topics th[data-key=topic]")
+        topic_header.click()  # sorted by topic already: now descending
+        assert _shown_topics(browser)[0] == "Orders-09994"
+        assert topic_header.get_attribute("aria-sort") == "descending"
+        browser.find_element("css selector", "#topics th[data-key=perms]").click()
+        assert browser.find_element("css selector", "#topics tbody tr td:nth-child(6)").text \
+            == "R--"
+
+        # The topic view: its route; then its group's view.
+        search.clear()
+        search.send_keys("Orders-00042")
+        browser.find_element("link text", "Orders-00042").click()
+        detail = browser.find_element("id", "detail")
+        for text in ("Topic Orders-00042", "broker-042", "broker-043", "Cluster-2", "Cluster-3",
+                     "RW-", "broker-042:8;broker-043:8", fleet.addr("broker-043", 1)):
+            assert text in detail.text
+        detail.find_element("link text", "broker-043").click()
+        for text in ("Broker group broker-043", fleet.addr("broker-043", 0),
+                     fleet.addr("broker-043", 1), "alive", "#1 at", "Orders-00042"):
+            assert text in detail.text
+
+        # A registration and an expiry made now show in the changes panel.
+        assert http("POST", f"{url}/v1/brokers/register", {
+            **broker("broker-late", "10.9.9.9:10911", 0, ["Late", "Later"]),
+            "heartbeatTimeoutMillis": 1500})[0] == 200
+        changes = browser.find_element("id", "changes")
+        wait_until(lambda: "broker registered" in changes.text and "10.9.9.9:10911"
+                   in changes.text, timeout=15.0)
+        wait_until(lambda: "broker expired" in changes.text, timeout=20.0)
+        worker_id = http("GET", f"{url}/v1/status")[1]["workerId"]
+        assert worker_id in changes.text
     finally:
         worker.stop()

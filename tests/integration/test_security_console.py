@@ -50,3 +50,33 @@ def test_the_console_takes_a_read_token(redis_server: RedisServer, tmp_path: Pat
         wait_until(lambda: summary.text.endswith("2 topics"), timeout=15.0)
     finally:
         assert worker.stop() == 0
+
+
+def test_the_console_asks_for_a_token(redis_server: RedisServer, tmp_path: Path,
+                                      browser: Any) -> None:
+    """Opened with no token, the page shows a token form instead of a bare 401; a wrong token is
+    refused there, the right one opens the console and is kept for the tab."""
+    (tmp_path / "read").write_text(READ)
+    worker = WorkerProcess({"NSFLEET_REDIS_URL": redis_server.url,
+                            "NSFLEET_NAMESPACE": "console-prompt",
+                            "NSFLEET_READ_TOKEN_FILE": str(tmp_path / "read")},
+                           tmp_path / "w.log").start()
+    try:
+        browser.get(f"{worker.url}/ui")
+        form = browser.find_element("id", "login")
+        wait_until(form.is_displayed, timeout=15.0)
+        assert not browser.find_element("id", "console").is_displayed()
+        field = browser.find_element("id", "token-input")
+        field.send_keys("not-the-token")
+        form.find_element("css selector", "button").click()
+        error = browser.find_element("id", "login-error")
+        wait_until(lambda: form.is_displayed() and "refused" in error.text, timeout=15.0)
+        field.send_keys(READ)
+        form.find_element("css selector", "button").click()
+        summary = browser.find_element("id", "summary")
+        wait_until(lambda: summary.text == "0 clusters, 0 broker groups, 0 brokers, 0 topics",
+                   timeout=15.0)
+        assert not form.is_displayed()
+        assert browser.execute_script("return sessionStorage.getItem('nsfleetToken')") == READ
+    finally:
+        assert worker.stop() == 0

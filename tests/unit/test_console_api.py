@@ -150,3 +150,38 @@ async def test_history_is_capped_and_pages(any_redis: aioredis.Redis) -> None:
     assert newest[1].detail == {"i": 299} and newest[1].worker == "w1"
     older = await history.recent(2, before=newest[-1].id)
     assert [c.action for c in older] == ["a297", "a296"]
+
+
+
+async def test_topic_summary_reads_again_only_the_topics_that_changed(
+        client: TestClient, http_store: RouteStore, monkeypatch: Any) -> None:
+    await _register(client)
+    await _register(client, BROKER_B)
+    overview = http_store.topic_overview
+    asked: list[list[str]] = []
+    read_rows = overview.rows
+
+    async def recording(topics: list[str]) -> Any:
+        asked.append(list(topics))
+        return await read_rows(topics)
+
+    monkeypatch.setattr(overview, "rows", recording)
+
+    async def summary() -> dict[str, Any]:
+        body = await _json(await client.get("/v1/topics/summary"), 200)
+        return {t["topic"]: t for t in body["topics"]}
+
+    assert len(await summary()) == 7 and len(asked[-1]) == 7
+    await _json(await client.post("/v1/brokers/broker-a/wipe-write-perm"), 200)
+    topics = await summary()
+    assert sorted(asked[-1]) == ["T1", "T2"]  # broker-a's topics only
+    assert topics["T1"]["queues"] == [["broker-a", 4, 4, 4, 0], ["broker-b", 2, 2, 4, 0]]
+    assert topics["T2"]["queues"] == [["broker-a", 8, 8, 4, 0]]
+    await _json(await client.put("/v1/kv/ORDER_TOPIC_CONFIG/TBW102", json={"value": "b:1"}), 200)
+    assert (await summary())["TBW102"]["orderConf"] == "b:1"
+    await _json(await client.post("/v1/brokers/unregister", json=MASTER), 200)
+    topics = await summary()
+    assert "T2" not in topics and topics["T1"]["queues"] == [["broker-b", 2, 2, 4, 0]]
+    calls = len(asked)
+    await _json(await client.put("/v1/kv/other/k", json={"value": "v"}), 200)  # no topic moved
+    assert (await summary()) == topics and len(asked) == calls

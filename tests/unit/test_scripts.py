@@ -197,6 +197,9 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert await store.pickup_route("T1") is not None
     assert await store.pickup_route("nope") is None
     await store.cluster_info()
+    index = await store.topic_overview.index()
+    assert [r.queues for r in await store.topic_overview.rows(list(index.revs))] == [
+        (("g", 8, 8, 6, 0),), (("g", 8, 8, 6, 0),)]
     await store.topics_by_cluster("c1")
     await store.unit_topics()
     assert await store.kv_put("ns", "k", "v")
@@ -258,6 +261,9 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("kv_put", "ok")] == ["ok", "1"]
     assert seen[("kv_delete", "ok")] == ["ok", "1"]
     assert seen[("register_topic", "ok")] == ["ok", 0]
+    assert seen[("topic_overview", "ok")] == [
+        "ok", ["T1", str(index.revs["T1"]), ["g", "8", "8", "6", "0"]],
+        ["T2", str(index.revs["T2"]), ["g", "8", "8", "6", "0"]]]
     assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
     assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
     ok_route = seen[("route", "ok")]
