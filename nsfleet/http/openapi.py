@@ -148,6 +148,18 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "serving it and its ORDER_TOPIC_CONFIG value, in one answer (the console's topic table; "
      "gzip when asked)", None, "TopicSummary", (403, 503)),
     ("get", "/v1/kv", "The KV namespaces", None, "namespaces", (503,)),
+    ("get", "/rocketmq/{subgroup}", "RocketMQ's address server (what clients and brokers with "
+     "rocketmq.namesrv.domain fetch): text/plain host:port;host:port, the remoting addresses "
+     "of the live workers then the fixed extra ones; every subgroup, the -{unitName} form "
+     "with ?nofix=1 and extra query parameters get the same list; no token needed", None,
+     "host:port;host:port", (503,)),
+    ("get", "/v1/address-server", "The address server's answer: the live workers' advertised "
+     "addresses, the fixed extra addresses, and nsaddr (the text clients get)", None,
+     "workers, extra, nsaddr", (503,)),
+    ("put", "/v1/address-server/extra", "Replace the fleet-wide fixed extra addresses; body "
+     "{addresses: [host:port] or \"host:port;host:port\"}", None, "extra", (400, 503)),
+    ("post", "/v1/address-server/extra", "Add and remove fixed extra addresses; body {add: "
+     "[host:port], remove: [host:port]}", None, "extra", (400, 503)),
     ("get", "/v1/status", "This worker: its id, its sweeps' removals and guard holds, uptime",
      None, "workerId, sweepHeld, sweepRemovals, uptimeSeconds", ()),
     ("get", "/ui", "The read-only fleet console (HTML; off with --no-ui)", None, "HTML page",
@@ -162,7 +174,8 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
 ]
 
 
-_ALWAYS_OPEN = frozenset({"/ui", "/ui/static", "/openapi.json"})  # never behind a token
+_ALWAYS_OPEN = frozenset({"/ui", "/ui/static", "/openapi.json",  # never behind a token
+                          "/rocketmq/{subgroup}"})
 
 
 def _operation(summary: str, request: str | None, success: str,

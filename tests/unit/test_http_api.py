@@ -18,6 +18,7 @@ from nsfleet.domain.model import QueueData
 from nsfleet.http.app import STATE_KEY, create_app
 from nsfleet.http.openapi import openapi_document
 from nsfleet.metrics import Metrics
+from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import NamesrvConfig
 from nsfleet.service.route_cache import RouteCache
@@ -276,8 +277,8 @@ async def test_health_metrics_openapi(client: TestClient) -> None:
     assert doc == json.loads(json.dumps(openapi_document()))
 
 
-async def test_openapi_covers_every_route(ns: NameServer) -> None:
-    app: web.Application = create_app(ns)
+async def test_openapi_covers_every_route(ns: NameServer, http_store: RouteStore) -> None:
+    app: web.Application = create_app(ns, addresses=AddressServer(http_store))
     routes = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}
     documented = {(m, p) for p, ops in openapi_document()["paths"].items() for m in ops}
