@@ -169,8 +169,9 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
 
 
 def _print_summary(console: Console, s: Summary) -> None:
-    console.print(f"{s.registered}/{s.brokers} brokers registered ({s.groups} groups, "
-                  f"{s.clusters} clusters, {_plural(s.topics, 'topic')} + {s.system_topics} "
+    console.print(f"{s.registered}/{s.brokers} brokers registered "
+                  f"({_plural(s.groups, 'group')}, {_plural(s.clusters, 'cluster')}, "
+                  f"{_plural(s.topics, 'topic')} + {s.system_topics} "
                   f"system and retry topics) · {s.registrations} registrations"
                   f" · {s.heartbeats} heartbeats · {s.failovers} failovers · {s.errors} errors"
                   f" · {'kept registered' if s.kept else f'{s.unregistered} unregistered'}"
