@@ -169,6 +169,7 @@ def main() -> None:
             # The screenshot: a filtered topic table, a topic's view, the changes.
             b.execute_script(TIMED_INPUT, "topic-search", "Orders-004")
             b.find_element("link text", "Orders-00421").click()
+            b.execute_script("window.scrollTo(0, 0)")
             time.sleep(0.3)
             b.save_screenshot(str(RESULTS_DIR / "console.png"))
             results["screenshot"] = "results/console.png"

@@ -172,6 +172,37 @@ def test_write_perm(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
     assert _json(capsys, fleet, "wipe-write-perm", "no-such-broker") == {"wipeTopicCount": 0}
 
 
+def test_changes_show_the_fleets_history_from_any_worker(
+        fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    assert fleet.post("/v1/brokers/broker-c-changes/wipe-write-perm", {}) == {"wipeTopicCount": 0}
+    per_worker = []
+    for url in fleet.urls:
+        code = main(["admin", "--server", url, "changes", "--json", "--limit", "1000"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        per_worker.append(json.loads(out)["changes"])
+    assert per_worker[0] == per_worker[1]  # one history, whichever worker answers
+    changes = per_worker[0]
+    assert changes[0]["action"] == "write perm wiped"
+    assert changes[0]["detail"]["broker_name"] == "broker-c-changes"
+    registered = {c["detail"]["broker_addr"] for c in changes if c["action"] == "broker registered"}
+    assert {addr for *_, addr in BROKERS} <= registered
+    # The fixture registered through the last worker, the wipe above too; other tests of this
+    # module wrote through either worker.
+    last = fleet.get("/v1/status")["workerId"]
+    assert changes[0]["worker"] == last
+    assert {c["worker"] for c in changes if c["action"] == "broker registered"} == {last}
+    assert {c["worker"] for c in changes} <= {fleet.get("/v1/status", i)["workerId"]
+                                              for i in range(len(fleet.urls))}
+    code, out, _ = _run(capsys, fleet, "changes", "--limit", "2")
+    assert code == 0 and "Recent changes (2)" in out and "write perm wiped" in out
+    with pytest.raises(SystemExit) as info:  # usage errors are argparse's: status 2
+        main(["admin", "--server", fleet.servers, "changes", "--limit", "0"])
+    assert info.value.code == 2 and "between 1 and 1000" in capsys.readouterr().err
+    code, _, err = _remoting(capsys, fleet, "changes")
+    assert code == 1 and "HTTP API only" in err
+
+
 def test_options_after_the_command_and_failover(fleet: Fleet,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     dead = f"http://127.0.0.1:{free_port()}"

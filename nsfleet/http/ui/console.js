@@ -371,7 +371,7 @@ function showTopic(topic) {
       return `${id}=${addr}${alive ? "" : " (past deadline)"}`;
     });
     return [link(name, () => showGroup(name)), group?.cluster ?? "-",
-            [members.join(", ") || "no member", "wrap"], [read, "num"], [write, "num"],
+            [members.join("\n") || "no member", "lines"], [read, "num"], [write, "num"],
             permText(perm),
             [flag, "num"]];
   });
