@@ -20,6 +20,7 @@ import structlog
 
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Tally
+from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 from nsfleet.remoting.codec import (
     ONEWAY,
     RESPONSE,
@@ -32,7 +33,6 @@ from nsfleet.remoting.codec import (
     make_response,
 )
 from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
-from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
 from nsfleet.service.audit import client_account, client_address
 from nsfleet.service.nameserver import NameServer
 
@@ -91,7 +91,7 @@ class RemotingProtocol(asyncio.Protocol):
             self.proxy_pending += data
             try:
                 result = parse_proxy_header(self.proxy_pending)
-            except ProtocolError as exc:
+            except ProxyProtocolError as exc:
                 self._abort("bad PROXY header", exc)
                 return
             if result.state is ProxyState.NEED_MORE:

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
-from nsfleet.remoting.codec import ProtocolError
-from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
+from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 
 if TYPE_CHECKING:
     from nsfleet.metrics import Metrics
@@ -213,7 +212,7 @@ class TlsGate(asyncio.Protocol):
         self.head += data
         try:
             result = parse_proxy_header(self.head)
-        except ProtocolError as exc:
+        except ProxyProtocolError as exc:
             log.warning("closing remoting connection: bad PROXY header", peer=self.peer,
                         error=str(exc))
             self.transport.close()

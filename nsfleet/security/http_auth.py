@@ -18,8 +18,7 @@ import structlog
 from aiohttp import web
 
 from nsfleet.domain.errors import AccessDenied
-from nsfleet.remoting.codec import ProtocolError
-from nsfleet.remoting.proxy_protocol import ProxyState, parse_proxy_header
+from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 from nsfleet.security.accounts import AccessConfig, Scope
 from nsfleet.security.addresses import AddressRules, host_of
 from nsfleet.security.policy import LogLimiter
@@ -137,7 +136,7 @@ class ProxiedProtocol(asyncio.Protocol):
         self.pending += data
         try:
             result = parse_proxy_header(self.pending)
-        except ProtocolError as exc:
+        except ProxyProtocolError as exc:
             log.warning("closing http connection: bad PROXY header", error=str(exc))
             self.transport.close()
             return

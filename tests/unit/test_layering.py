@@ -23,6 +23,8 @@ FORBIDDEN = {
     "domain": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting",
                "nsfleet.config", "nsfleet.metrics", "aiohttp", *REDIS),
     "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting"),
+    # Access control serves both front ends (the PROXY parser is top-level for that reason).
+    "security": ("nsfleet.store", "nsfleet.http", "nsfleet.remoting", *REDIS),
 }
 
 

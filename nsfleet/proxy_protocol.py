@@ -1,4 +1,6 @@
-"""The optional HAProxy PROXY protocol prefix (v1 text, v2 binary) at the start of a connection.
+"""The optional HAProxy PROXY protocol prefix (v1 text, v2 binary) at the start of a connection,
+on both ports: the remoting server and the HTTP listener (security/http_auth.py) read it, so it
+belongs to neither front end and imports nothing of nsfleet.
 
 The Java NameServer sniffs every new connection for a PROXY header (Netty's
 ``HAProxyMessageDecoder.detectProtocol`` in ``NettyRemotingServer.HandshakeHandler``) and, when
@@ -26,8 +28,6 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from nsfleet.remoting.codec import ProtocolError
-
 __all__ = [
     "NEED_MORE",
     "NOT_PROXY",
@@ -49,7 +49,7 @@ _V2_FIXED: Final = 16
 _V2_LEN: Final = struct.Struct(">H")
 
 
-class ProxyProtocolError(ProtocolError):
+class ProxyProtocolError(ValueError):
     """A connection that starts like a PROXY header but is not a valid one."""
 
 
@@ -153,8 +153,8 @@ def parse_proxy_header(data: bytes | bytearray | memoryview) -> ProxyParseResult
 
     Returns :data:`NOT_PROXY`, :data:`NEED_MORE`, or a ``PARSED`` result with the header's length
     in ``consumed`` (the remoting frames start right after it). Raises
-    :class:`ProxyProtocolError`, a :class:`~nsfleet.remoting.codec.ProtocolError`, for a malformed
-    header. TLS detection (first byte 0x16) is the caller's business.
+    :class:`ProxyProtocolError` (a ValueError) for a malformed header. TLS detection (first
+    byte 0x16) is the caller's business.
     """
     n = len(data)
     if n == 0:

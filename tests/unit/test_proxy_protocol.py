@@ -8,8 +8,7 @@ import struct
 
 import pytest
 
-from nsfleet.remoting.codec import ProtocolError, RemotingCommand, encode_frame
-from nsfleet.remoting.proxy_protocol import (
+from nsfleet.proxy_protocol import (
     NEED_MORE,
     NOT_PROXY,
     V2_SIGNATURE,
@@ -19,6 +18,7 @@ from nsfleet.remoting.proxy_protocol import (
     format_hostport,
     parse_proxy_header,
 )
+from nsfleet.remoting.codec import RemotingCommand, encode_frame
 
 
 def v2(command: int, family: int, transport: int, payload: bytes) -> bytes:
@@ -95,7 +95,7 @@ def test_v1_incremental() -> None:
 def test_v1_malformed(header: bytes) -> None:
     with pytest.raises(ProxyProtocolError):
         parse_proxy_header(header)
-    assert issubclass(ProxyProtocolError, ProtocolError)
+    assert issubclass(ProxyProtocolError, ValueError)
 
 
 def test_v2_tcp4() -> None:
