@@ -6,7 +6,8 @@ is not clamped to RocketMQ's 10-60 s, so a load test can beat faster than a real
 addresses are named as ``nsfleet admin`` names them: ``--server URL[,URL]`` drives the brokers
 over the HTTP API (BrokerAgent), ``-n host:9876[;host:9877]`` over the RocketMQ remoting
 protocol with the frames a real broker sends (RemotingBrokerAgent; works against a Java
-NameServer too). A rich progress display goes to stderr; ``--json`` prints a summary on stdout.
+NameServer too), with admin's ``--tls*`` and signing (``--access-key``, ``--secret-key-file``)
+options. A rich progress display goes to stderr; ``--json`` prints a summary on stdout.
 Exit status 1 when a broker could not register.
 """
 
@@ -19,6 +20,7 @@ import json
 import os
 import random
 import signal
+import ssl
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -36,9 +38,9 @@ from rich.progress import (
 )
 
 from nsfleet.client.broker_agent import BrokerAgent
-from nsfleet.client.credentials import TOKEN_ENV, read_secret
+from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
 from nsfleet.client.http import DEFAULT_SERVER
-from nsfleet.client.remoting import parse_addrs
+from nsfleet.client.remoting import client_tls_context, parse_addrs
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.simulate_plan import Plan, make_plan
 
@@ -118,8 +120,10 @@ async def _wait(stop: asyncio.Event, duration: float | None, agents: list[Agent]
 async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbeat: float,
                    keep: bool, request_timeout: float, stop: asyncio.Event,
                    console: Console, seed: int = 0, token: str | None = None,
-                   namesrv_addrs: str | None = None) -> Summary:
-    """Over the HTTP API of ``servers``, or over remoting to ``namesrv_addrs`` when given."""
+                   namesrv_addrs: str | None = None, tls: ssl.SSLContext | None = None,
+                   credentials: tuple[str, str] | None = None) -> Summary:
+    """Over the HTTP API of ``servers``, or over remoting to ``namesrv_addrs`` when given
+    (with ``tls`` and signed with ``credentials``, when given)."""
     summary = Summary(len(plan.brokers), plan.groups, len(plan.clusters),
                       len(plan.user_topics), len(plan.topics) - len(plan.user_topics),
                       kept=keep)
@@ -132,7 +136,8 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
         agents: list[Agent] = [
             RemotingBrokerAgent(namesrv_addrs, b.identity, b.topics, heartbeat_interval=heartbeat,
                                 initial_delay=rng.uniform(0, heartbeat),
-                                request_timeout=request_timeout, shuffle=True)
+                                request_timeout=request_timeout, shuffle=True, tls=tls,
+                                credentials=credentials)
             if namesrv_addrs else
             BrokerAgent(servers, b.identity, b.topics, heartbeat_interval=heartbeat,
                         interval_bounds=None, initial_delay=rng.uniform(0, heartbeat),
@@ -200,7 +205,8 @@ async def _main(args: argparse.Namespace, plan: Plan, console: Console) -> Summa
                               keep=args.keep, request_timeout=args.timeout, stop=stop,
                               console=console, seed=args.seed,
                               token=read_secret(args.token_file, "--token-file", TOKEN_ENV),
-                              namesrv_addrs=args.namesrv_addr)
+                              namesrv_addrs=args.namesrv_addr, tls=_tls_context(args),
+                              credentials=_credentials(args))
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
@@ -224,9 +230,35 @@ def run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """As ``nsfleet admin -n``: any --tls* option turns TLS on."""
+    if not (args.tls or args.tls_ca_file or args.tls_cert_file or args.tls_insecure):
+        return None
+    return client_tls_context(args.tls_ca_file or "", args.tls_cert_file or "",
+                              args.tls_key_file or "", verify=not args.tls_insecure)
+
+
+def _credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    access_key = args.access_key or os.environ.get(ACCESS_KEY_ENV)
+    secret_key = read_secret(args.secret_key_file, "--secret-key-file", SECRET_KEY_ENV)
+    if access_key and secret_key:
+        return access_key, secret_key
+    if access_key or args.secret_key_file:
+        raise ValueError("signing needs both --access-key and --secret-key-file (or "
+                         f"{ACCESS_KEY_ENV} and {SECRET_KEY_ENV})")
+    return None
+
+
 def _check_addresses(args: argparse.Namespace) -> None:
     """-n is remoting host:port, as in ``nsfleet admin``; a URL there was meant for --server."""
+    remoting_only = [flag for flag, value in (
+        ("--tls", args.tls), ("--tls-ca-file", args.tls_ca_file),
+        ("--tls-cert-file", args.tls_cert_file), ("--tls-key-file", args.tls_key_file),
+        ("--tls-insecure", args.tls_insecure), ("--access-key", args.access_key),
+        ("--secret-key-file", args.secret_key_file)) if value]
     if args.namesrv_addr is None:
+        if remoting_only:
+            raise ValueError(f"{', '.join(remoting_only)}: only with -n (remoting)")
         return
     if "://" in args.namesrv_addr:
         raise ValueError(f"-n/--namesrv-addr takes remoting addresses host:9876[;host:9876] (as "
@@ -271,6 +303,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true",
                    help="leave the brokers registered at the end (they expire on their own)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    p.add_argument("--tls", action="store_true",
+                   help="with -n: speak TLS (a worker with tls-mode permissive or enforcing)")
+    p.add_argument("--tls-ca-file", default=None, metavar="PEM",
+                   help="with -n: CA certificates the server's must chain to; implies --tls")
+    p.add_argument("--tls-cert-file", default=None, metavar="PEM",
+                   help="with -n: client certificate, for tls-client-auth; implies --tls")
+    p.add_argument("--tls-key-file", default=None, metavar="PEM",
+                   help="with -n: the client certificate's private key")
+    p.add_argument("--tls-insecure", action="store_true",
+                   help="with -n: do not verify the server's certificate (tests only); "
+                        "implies --tls")
+    p.add_argument("--access-key", default=None, metavar="AK",
+                   help=f"with -n: sign the brokers' requests as this account, as a broker "
+                        f"with aclEnable (env {ACCESS_KEY_ENV})")
+    p.add_argument("--secret-key-file", default=None, metavar="FILE",
+                   help=f"with -n: the account's secret key (env {SECRET_KEY_ENV} holds the "
+                        "key itself)")
     p.add_argument("--token-file", default=None, metavar="FILE",
                    help=f"HTTP bearer token with write scope, for workers with tokens on (env "
                         f"{TOKEN_ENV} holds the token itself)")

@@ -8,7 +8,8 @@ UNREGISTER_BROKER (104) on close. Like a broker it keeps its connection open: a 
 a broker whose connection closes (Java's onChannelDestroy), so the registration lasts as long as
 the agent. A request goes to one address and fails over to the next when it does not answer, as
 the HTTP BrokerAgent does; unlike a broker, which registers with every NameServer, one answer is
-enough here: the workers share Redis.
+enough here: the workers share Redis. Optionally over TLS, and signed with an ACL account as a
+broker with ``aclEnable`` signs (AclClientRPCHook).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import itertools
 import json
 import logging
 import random
+import ssl
 import time
 import zlib
 from collections.abc import Iterable, Sequence
@@ -35,6 +37,7 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
+from nsfleet.security import signature
 
 log = logging.getLogger(__name__)
 _opaque = itertools.count(1)
@@ -43,9 +46,10 @@ _opaque = itertools.count(1)
 class _Channel:
     """One long-lived connection to one NameServer address; one request at a time."""
 
-    def __init__(self, addr: str, timeout: float) -> None:
+    def __init__(self, addr: str, timeout: float, tls: ssl.SSLContext | None) -> None:
         self.addr = addr
         self.timeout = timeout
+        self.tls = tls
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._decoder = FrameDecoder()
 
@@ -57,7 +61,10 @@ class _Channel:
             async with asyncio.timeout(self.timeout):
                 if self._streams is None:
                     host, _, port = self.addr.rpartition(":")
-                    self._streams = await asyncio.open_connection(host.strip("[]"), int(port))
+                    host = host.strip("[]")
+                    self._streams = await asyncio.open_connection(
+                        host, int(port), ssl=self.tls,
+                        server_hostname=host if self.tls else None)
                     self._decoder = FrameDecoder()
                 reader, writer = self._streams
                 writer.write(encode_frame(request))
@@ -94,11 +101,13 @@ class RemotingBrokerAgent:
     def __init__(self, addrs: str | Sequence[str], identity: BrokerIdentity,
                  topics: Iterable[TopicConfig] = (), *, heartbeat_interval: float = 30.0,
                  initial_delay: float | None = None, request_timeout: float = 5.0,
-                 shuffle: bool = False) -> None:
+                 shuffle: bool = False, tls: ssl.SSLContext | None = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         listed = parse_addrs(addrs) if isinstance(addrs, str) else list(addrs)
         if not listed:
             raise ValueError("no NameServer address")
-        self.channels = [_Channel(a, request_timeout) for a in listed]
+        self.channels = [_Channel(a, request_timeout, tls) for a in listed]
+        self.credentials = credentials  # (accessKey, secretKey)
         self._current = random.randrange(len(listed)) if shuffle else 0
         self.identity = identity
         self.interval = heartbeat_interval
@@ -119,6 +128,8 @@ class RemotingBrokerAgent:
     async def _call(self, code: int, ext: dict[str, str],
                     body: bytes | None = None) -> RemotingCommand:
         errors: list[tuple[str, str]] = []
+        if self.credentials is not None:
+            ext = signature.sign(dict(ext), body, *self.credentials)
         for i in range(len(self.channels)):
             channel = self.channels[(self._current + i) % len(self.channels)]
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import socket
@@ -317,6 +318,29 @@ def test_admin_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> 
         assert insecure.returncode == 0, insecure.stderr
         missing = admin("--tls-ca-file", str(tmp_path / "absent.pem"))
         assert missing.returncode == 1 and "TLS files" in missing.stderr
+
+
+def test_simulated_brokers_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> None:
+    """``nsfleet simulate -n`` takes admin's TLS options: its brokers register, heartbeat and
+    unregister over TLS with a client certificate; in plaintext they are closed."""
+    files = server_files(pki, ca_file=str(pki.ca.cert_file), client_auth="require")
+    with worker(redis_server, tmp_path, mode="enforcing", **files) as proc:
+        def simulate(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "nsfleet", "simulate", "--brokers", "3", "--topics", "2",
+                 "-n", f"127.0.0.1:{proc.remoting_port}", "--duration", "0.5", "--heartbeat",
+                 "0.1", "--timeout", "2", "--json", *args],
+                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+        ok = simulate("--tls-ca-file", str(pki.ca.cert_file),
+                      "--tls-cert-file", str(pki.client.cert_file),
+                      "--tls-key-file", str(pki.client.key_file))
+        assert ok.returncode == 0, ok.stderr
+        summary = json.loads(ok.stdout)
+        assert (summary["registered"], summary["unregistered"]) == (3, 3)
+        assert metric(proc, "nsfleet_remoting_connections_by_transport_total", "tls") >= 3
+        plaintext = simulate()
+        assert plaintext.returncode == 1 and "0/3 brokers registered" in plaintext.stderr
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ sends an HTTP bearer token (--token-file or NSFLEET_TOKEN); without them it is r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,20 @@ def test_simulate_sends_the_write_token(worker: tuple[WorkerProcess, Path],
     assert '"registered": 0' in capsys.readouterr().out
     assert main([*argv, "--token-file", str(tmp / "write-token")]) == 0
     assert '"registered": 2' in capsys.readouterr().out
+
+
+def test_simulated_remoting_brokers_sign_their_requests(
+        worker: tuple[WorkerProcess, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``nsfleet simulate -n`` signs as a broker with aclEnable, with admin's options."""
+    w, tmp = worker
+    argv = ["simulate", "--brokers", "2", "--topics", "2", "-n", f"127.0.0.1:{w.remoting_port}",
+            "--duration", "0", "--json"]
+    assert main(argv) == 1
+    assert "No accessKey is configured" in capsys.readouterr().err
+    assert main([*argv, "--access-key", "ops", "--secret-key-file", str(tmp / "secret")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["registered"], summary["unregistered"]) == (2, 2)
+    assert main([*argv, "--access-key", "ops"]) == 2
+    assert "needs both --access-key and --secret-key-file" in capsys.readouterr().err
+    assert main(["simulate", "--tls", "--duration", "0"]) == 2
+    assert "--tls: only with -n (remoting)" in capsys.readouterr().err
