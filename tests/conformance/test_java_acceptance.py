@@ -26,8 +26,13 @@ from nsfleet.config import Settings
 from nsfleet.redis_server import RedisServer
 from tests.support.remoting_client import (
     FAQ,
+    JSON,
+    QUERY_NOT_FOUND,
+    ROCKETMQ,
     SUCCESS,
+    SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
+    V4_9_4,
     V4_9_8,
     V5_3_3,
     Broker,
@@ -36,6 +41,7 @@ from tests.support.remoting_client import (
     TopicConf,
     Worker,
     dumps_fastjson,
+    loads_fastjson,
     running_worker,
 )
 
@@ -190,6 +196,18 @@ async def test_unusual_topics_are_stored_and_routed_as_sent(client: RemotingClie
     assert sorted(await topic_list(client)) == sorted(t.name for t in UNUSUAL_FIVE)
 
 
+async def test_int_max_queue_counts_and_perm_are_stored_as_sent(client: RemotingClient) -> None:
+    """Queue counts and perm are Java ints, stored as sent up to Integer.MAX_VALUE (only values
+    outside an int cannot be stored, README item 6)."""
+    extreme = [TopicConf("MaxQueues", 2**31 - 1, 2**31 - 1, 6),
+               TopicConf("MaxPerm", 8, 8, 2**31 - 1)]
+    broker = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912", [NORMAL, *extreme])
+    await register(client, broker.register_5x())
+    for topic in [NORMAL, *extreme]:
+        await assert_routes(client, topic.name,
+                            route_standard("c1", "broker-a", {0: broker.addr}, topic))
+
+
 CONTROL_CHAR_TOPIC = "Bad\x01Topic"
 UNSTORABLE = {
     "comma": ("Bad,Topic",
@@ -259,6 +277,22 @@ async def test_one_broker_name_under_two_clusters(client: RemotingClient) -> Non
     await register(client, slave.register_5x())  # extFields {}: no masterAddr, no haServerAddr
     await assert_routes(client, "TwoClusters",
                         route_standard("c-slave", name, addrs, topics[0]))
+
+
+async def test_one_broker_name_under_two_clusters_master_first(client: RemotingClient) -> None:
+    """The same with the master first: the BrokerData keeps the master's cluster, the slave
+    is added to its brokerAddrs, and both clusters list the name."""
+    topics = [TopicConf("T1", 4, 4), TopicConf("T2", 8, 8)]
+    master = Broker("cY", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912", topics)
+    slave = Broker("cX", "10.0.0.2:10911", "broker-a", 1, "10.0.0.2:10912", topics)
+    await register(client, master.register_5x())
+    await send(client, slave.register_5x())
+    addrs = {0: master.addr, 1: slave.addr}
+    for topic in topics:
+        await assert_routes(client, topic.name, route_standard("cY", "broker-a", addrs, topic))
+    info = await client.request(106)
+    assert info.body == cluster_info_bytes([brokerdata("cY", "broker-a", addrs)],
+                                           {"cX": ["broker-a"], "cY": ["broker-a"]})
 
 
 # --- item 6: a late BROKER_HEARTBEAT keeps the broker --------------------------------------------
@@ -375,6 +409,30 @@ async def _routed(client: RemotingClient, topic: str) -> bool:
     return (await route(client, topic)).code == SUCCESS
 
 
+async def test_late_query_data_version_keeps_the_broker(redis_server: RedisServer) -> None:
+    """DefaultRequestProcessor.queryBrokerTopicConfig (QUERY_DATA_VERSION, the heartbeat of
+    compatibleWithOldNameSrv brokers): the live entry still holds the DataVersion past the
+    deadline, so the answer is changed=false with the stored DataVersion, and
+    updateBrokerInfoUpdateTimestamp keeps the broker."""
+    topic = TopicConf("LateT", 4, 4)
+    broker = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
+                    [topic, TopicConf("LateU")], counter=3)
+    async with running_worker(redis_server.url, sweep_interval=3600.0,
+                              namespace=f"late-{uuid.uuid4().hex[:12]}") as w:
+        client = await w.connect()
+        try:
+            await register(client, broker.register_5x(timeout_ms=LATE_TIMEOUT_MS))
+            await poll(lambda: is_absent(client, topic.name), within=LATE_TIMEOUT_MS / 1000 + 2)
+            resp = await send(client, broker.query_data_version())
+            assert (resp.code, resp.remark) == (SUCCESS, None)
+            assert resp.ext_fields == {"changed": "false"}
+            assert resp.body == b'{"counter":3,"stateVersion":0,"timestamp":1700000000000}'
+            await assert_routes(client, topic.name,
+                                route_standard("c1", "broker-a", {0: broker.addr}, topic))
+        finally:
+            await client.close()
+
+
 # --- item 8: KV keys Java stores -----------------------------------------------------------------
 
 
@@ -396,6 +454,23 @@ async def test_kv_empty_and_2000_character_keys(client: RemotingClient) -> None:
     first, second = '"":"empty-key-value"', f'"{long_key}":"long-key-value"'
     assert listed.body in (f'{{"table":{{{first},{second}}}}}'.encode(),
                            f'{{"table":{{{second},{first}}}}}'.encode())
+    # deleteKVConfig removes each; getKVConfig then answers QUERY_NOT_FOUND with Java's remark.
+    for key in ("", long_key):
+        assert (await client.request(102, {"namespace": ns, "key": key})).code == SUCCESS
+        gone = await client.request(101, {"namespace": ns, "key": key})
+        assert (gone.code, gone.remark) == (QUERY_NOT_FOUND,
+                                            f"No config item, Namespace: {ns} Key: {key}")
+
+
+async def test_kv_empty_key_in_a_binary_header_is_null(client: RemotingClient) -> None:
+    """RocketMQSerializable.readStr reads a zero-length ext value as null, so the same empty key in
+    a ROCKETMQ (binary) header is a null key: putKVConfig answers "namespace or key is null"."""
+    resp = await client.request(100, {"namespace": "ISSUE_12_KV", "key": "", "value": "v"},
+                                serialize_type=ROCKETMQ)
+    assert (resp.code, resp.remark) == (SYSTEM_ERROR, "namespace or key is null")
+    json_put = await client.request(100, {"namespace": "ISSUE_12_KV", "key": "", "value": "v"},
+                                    serialize_type=JSON)
+    assert json_put.code == SUCCESS
 
 
 # --- item 9: GET / UPDATE_NAMESRV_CONFIG ---------------------------------------------------------
@@ -453,17 +528,32 @@ async def test_get_namesrv_config_lists_40_keys(client: RemotingClient, worker: 
 
 async def test_update_namesrv_config_parses_like_properties2object(
         client: RemotingClient) -> None:
-    """UPDATE_NAMESRV_CONFIG -> Configuration.update -> MixAll.properties2Object: a value
-    Integer.parseInt rejects leaves the field unchanged (waitSecondsForService stays 45), and
-    Boolean.parseBoolean turns anything but "true" into false (clusterTest=yes is false, even
-    after it was true)."""
-    resp = await client.request(318, body=b"clusterTest=true\n")
-    assert (resp.code, resp.remark) == (SUCCESS, None)
-    assert (await get_config(client))["clusterTest"] == "true"
-    resp = await client.request(318, body=b"waitSecondsForService=abc\nclusterTest=yes\n")
-    assert (resp.code, resp.remark) == (SUCCESS, None)
-    config = await get_config(client)
-    assert (config["waitSecondsForService"], config["clusterTest"]) == ("45", "false")
+    """UPDATE_NAMESRV_CONFIG -> Configuration.update -> MixAll.properties2Object on each config
+    object: Integer.parseInt (a failure is swallowed and the field keeps its value),
+    Boolean.parseBoolean (anything but "true" is false, even after it was true), a String
+    trimmed; the listing re-reads the objects, so it shows the parsed values, never the raw
+    strings. NettyServerConfig fields are updated the same way."""
+    async def update(text: str) -> dict[str, str]:
+        resp = await client.request(318, body=text.encode())
+        assert (resp.code, resp.remark) == (SUCCESS, None)
+        return await get_config(client)
+
+    config = await update("waitSecondsForService=60\nclusterTest=true\n")
+    assert (config["waitSecondsForService"], config["clusterTest"]) == ("60", "true")
+    config = await update("waitSecondsForService=abc\nclusterTest=yes\n")
+    assert (config["waitSecondsForService"], config["clusterTest"]) == ("60", "false")
+    # Properties.load drops the blanks before a value but keeps those after it.
+    config = await update("enableTopicList=TRUE\ndefaultThreadPoolNums=+32\n"
+                          "productEnvName=  spaced  \nunRegisterBrokerQueueCapacity=7 \n"
+                          "clientRequestThreadPoolNums=99999999999\n"
+                          "returnOrderTopicConfigToBroker=true \nserverWorkerThreads=16")
+    assert {k: config[k] for k in ("enableTopicList", "defaultThreadPoolNums", "productEnvName",
+                                   "unRegisterBrokerQueueCapacity", "clientRequestThreadPoolNums",
+                                   "returnOrderTopicConfigToBroker", "serverWorkerThreads")} == {
+        "enableTopicList": "true", "defaultThreadPoolNums": "32", "productEnvName": "spaced",
+        "unRegisterBrokerQueueCapacity": "3000", "clientRequestThreadPoolNums": "8",
+        "returnOrderTopicConfigToBroker": "false",  # parseBoolean("true ") is false
+        "serverWorkerThreads": "16"}
     assert len(config) == 40
 
 
@@ -476,7 +566,7 @@ MAPPING = {"bname": "broker-a", "currIdMap": {0: 0, 1: 1, 2: 2, 3: 3}, "dirty": 
            "totalQueues": 4}
 
 
-@pytest.mark.parametrize("encoding", ["json", "compressed"])
+@pytest.mark.parametrize("encoding", ["json", "compressed", "compressed-labelled"])
 async def test_static_topic_mapping_in_routes(client: RemotingClient, encoding: str) -> None:
     """RouteInfoManager.registerBroker puts each TopicQueueMappingInfo of the registration's
     topicQueueMappingInfoMap into topicQueueMappingInfoTable[topic][bname];
@@ -484,9 +574,11 @@ async def test_static_topic_mapping_in_routes(client: RemotingClient, encoding: 
     topic without mappings). A 5.x client (version >= V4_9_4) gets standard JSON, currIdMap keys
     quoted; a legacy client (121) fastjson's defaults, currIdMap keys bare like brokerAddrs'."""
     broker = Broker("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912", [STATIC, PLAIN])
-    # 5.x sends the deflate form labelled compressed=false (BrokerOuterAPI.registerBrokerAll).
+    # 5.x sends the deflate form labelled compressed=false (BrokerOuterAPI.registerBrokerAll);
+    # RegisterBrokerBody.encode(true) truthfully labelled carries the mapping section too.
     cmd = broker.register_5x(mappings={"StaticTopic": MAPPING},
-                             compressed_body=encoding == "compressed")
+                             compressed_body=encoding != "json",
+                             label_compressed=encoding == "compressed-labelled")
     await register(client, cmd)
     addr = broker.addr
     await assert_routes(client, "StaticTopic", (
@@ -507,6 +599,29 @@ async def test_static_topic_mapping_in_routes(client: RemotingClient, encoding: 
     await assert_routes(client, "PlainTopic",
                         dumps_fastjson(route_obj("c1", "broker-a", {0: addr}, PLAIN)),
                         LEGACY_CLIENT)
+    plain = await route(client, "PlainTopic", version=V4_9_4 - 1)
+    assert "topicQueueMappingByBroker" not in loads_fastjson(plain.body)
+
+
+async def test_static_topic_mappings_of_two_brokers_are_keyed_by_bname(
+        client: RemotingClient) -> None:
+    """topicQueueMappingInfoTable[topic] maps each info's bname to it, so two brokers hosting
+    queues of one static topic both appear in topicQueueMappingByBroker (MapSortField sorts the
+    names in the standard encoding)."""
+    a = Broker("c1", "10.0.0.1:10911", "broker-a", 0, topics=[TopicConf("StaticT", 2, 2),
+                                                               TopicConf("PlainT")])
+    b = Broker("c1", "10.0.0.2:10911", "broker-b", 0, topics=[TopicConf("StaticT", 2, 2),
+                                                               TopicConf("PlainT")])
+    info_a = {**MAPPING, "topic": "StaticT", "currIdMap": {0: 0, 1: 1}}
+    info_b = {**MAPPING, "topic": "StaticT", "bname": "broker-b", "currIdMap": {2: 0, 3: 1}}
+    await register(client, a.register_5x(mappings={"StaticT": info_a}))
+    await register(client, b.register_5x(mappings={"StaticT": info_b}))
+    got = await route(client, "StaticT")
+    assert got.code == SUCCESS, (got.code, got.remark)
+    mapping = json.loads(got.body or b"{}")["topicQueueMappingByBroker"]
+    assert list(mapping) == ["broker-a", "broker-b"]
+    assert mapping["broker-a"]["currIdMap"] == {"0": 0, "1": 1}
+    assert mapping["broker-b"] == {**info_b, "currIdMap": {"2": 0, "3": 1}}
 
 
 # --- item 11: registrations exactly as real 4.9 and 5.3 brokers send them ------------------------
