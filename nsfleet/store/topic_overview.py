@@ -9,6 +9,7 @@ counter they were read at, in the same script call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,10 @@ class OverviewIndex:
     order_conf: dict[str, str]  # the ORDER_TOPIC_CONFIG table
 
 
+async def _nothing() -> list[Any]:
+    return []
+
+
 @translating_redis_errors
 class TopicOverview:
     def __init__(self, redis: Redis | RedisCluster, keys: Keys, call_many: CallMany) -> None:
@@ -60,11 +65,13 @@ class TopicOverview:
         pipe = self.redis.pipeline(transaction=False)
         for cluster in clusters:
             pipe.smembers(k.cluster(cluster))
-        for i in range(0, len(topics), MGET_KEYS):
-            pipe.mget([k.topic_rev(t) for t in topics[i:i + MGET_KEYS]])
-        replies = await pipe.execute() if clusters or topics else []
-        groups: set[str] = set().union(*replies[:len(clusters)])
-        revs = [int(r or 0) for chunk in replies[len(clusters):] for r in chunk]
+        # MGETs apart: a RedisCluster pipeline refuses multi-key commands.
+        member_sets, *chunks = await asyncio.gather(
+            pipe.execute() if clusters else _nothing(),
+            *(self.redis.mget([k.topic_rev(t) for t in topics[i:i + MGET_KEYS]])
+              for i in range(0, len(topics), MGET_KEYS)))
+        groups: set[str] = set().union(*member_sets)
+        revs = [int(r or 0) for chunk in chunks for r in chunk]
         return OverviewIndex(dict(zip(topics, revs, strict=True)),
                              frozenset(groups | set(clusters)), order_conf)
 

@@ -21,6 +21,7 @@ from nsfleet.redis_conn import POOL_SIZE, UnsuitableRedis, check_server, connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
 from nsfleet.store.change_feed import Change, Subscription
+from nsfleet.store.history import Change as HistoryChange
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from tests.support.invariants import orphans
 from tests.support.redis_cluster import start_cluster
@@ -126,6 +127,26 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     assert await orphans(cluster, other.keys) == []
     assert await other.unregister_broker("c1", MASTER.addr, "broker-a") == 1
     assert await orphans(cluster, other.keys) == []
+
+
+async def test_the_console_reads_run_on_a_cluster(cluster: RedisCluster) -> None:
+    """The fleet's change history (a stream, several entries in one pipeline) and the topic
+    overview (a pipeline of SMEMBERS and MGET, then topic_overview.lua) in the namespace's slot."""
+    store = RouteStore(cluster, "console")
+    await store.load_scripts()
+    await store.register_broker(MASTER)
+    await store.kv_put(ORDER_TOPIC_CONFIG, "T2", "broker-a:8")
+    store.history.worker = "w1"
+    await store.history.append([HistoryChange("kv put", {"key": "T2"})])
+    await store.history.append([HistoryChange("broker expired", {"n": n}) for n in range(3)])
+    assert [(c.action, c.worker) for c in await store.history.recent(2)] == [
+        ("broker expired", "w1"), ("broker expired", "w1")]
+    index = await store.topic_overview.index()
+    assert set(index.revs) == {"T1", "T2"} and all(index.revs.values())
+    assert index.names == {"c1", "broker-a"} and index.order_conf == {"T2": "broker-a:8"}
+    rows = await store.topic_overview.rows(["T1", "T2"])
+    assert [(r.topic, r.rev, r.queues) for r in rows] == [
+        (t, index.revs[t], (("broker-a", 8, 8, 6, 0),)) for t in ("T1", "T2")]
 
 
 async def test_every_key_of_a_namespace_is_in_one_slot(cluster: RedisCluster) -> None:
