@@ -4,8 +4,9 @@ Starts two throwaway redis-servers and one `nsfleet serve` process on each (two 
 fleets), registers the same brokers with both (4 broker groups, --topics topics each on 2 of
 them, so every route lists 2 groups), then times a whole diff (cluster info, topic list, every
 route, KV, config; no differences, so no --settle re-read) over remoting on both sides, HTTP on
-both, and one of each. For scale, the same route reads one request per connection and round trip
-(what mqadmin's client and ``nsfleet admin -n`` do), on a sample, extrapolated.
+both, and one of each. The very first round is cold: the workers fill their route caches from
+Redis while answering it. For scale, the same route reads one request per connection and round
+trip (what mqadmin's client and ``nsfleet admin -n`` do), on a sample, extrapolated.
 
     .venv/bin/python bench/diff_bench.py [--topics 10000] [--rounds 3]
 """

@@ -29,6 +29,7 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
         self.pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._outgoing: list[bytes] = []  # frames sent in this turn of the loop: one write
         self.reading = asyncio.create_task(self._read(reader), name="pipelined-remoting-read")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
@@ -50,10 +51,20 @@ class _Connection:
     def send(self, request: RemotingCommand) -> asyncio.Future[RemotingCommand]:
         if self.reading.done():
             raise EOFError("the connection to the NameServer is closed")
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
         self.pending[request.opaque] = future
-        self.writer.write(encode_frame(request))
+        if not self._outgoing:
+            loop.call_soon(self._flush)
+        self._outgoing.append(encode_frame(request))
         return future
+
+    def _flush(self) -> None:
+        # One syscall for every request of this turn, not one each (measured: the sends alone
+        # took half of a 10,000-route read).
+        frames, self._outgoing = self._outgoing, []
+        if not self.writer.is_closing():
+            self.writer.write(b"".join(frames))
 
     async def close(self) -> None:
         self.writer.close()
