@@ -147,13 +147,9 @@ def render(result: DiffResult) -> list[Any]:
 
 
 def sides_of(args: argparse.Namespace) -> list[str]:
-    """The positional sides, completed by -n then --server when fewer than two are given."""
-    sides = list(args.sides)
-    for option in ("namesrv_addr", "server"):
-        value = getattr(args, option, None)
-        if value and len(sides) < 2:
-            sides.insert(0, value) if option == "namesrv_addr" else sides.append(value)
-    return sides
+    """The sides given: -n first, the positional ones, --server last (two in all)."""
+    n, server = getattr(args, "namesrv_addr", None), getattr(args, "server", None)
+    return [*([n] if n else []), *args.sides, *([server] if server else [])]
 
 
 def open_sides(args: argparse.Namespace, specs: list[str]) -> list[NameService]:
@@ -188,8 +184,9 @@ COMPARE_ERRORS = (RemotingUnavailable, FleetUnavailable, ApiError, ValueError, K
 def run(args: argparse.Namespace) -> int:
     specs = sides_of(args)
     if len(specs) != 2:
-        print("nsfleet admin diff: give two name services (remoting host:port[;host:port] or "
-              "an nsfleet http:// URL)", file=sys.stderr)
+        print(f"nsfleet admin diff: give two name services (remoting host:port[;host:port] or "
+              f"an nsfleet http:// URL, with -n and --server counted), not {len(specs)}",
+              file=sys.stderr)
         return NOT_COMPARED
     try:
         result = asyncio.run(_execute(args, specs))
@@ -214,7 +211,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sides", nargs="*", metavar="SIDE",
                    help="host:port[;host:port] (remoting) or http://host:8080 (nsfleet HTTP); "
-                        "with one SIDE, -n or --server is the other")
+                        "-n and --server count as sides too: two in all")
     p.add_argument("--settle", type=float, default=DEFAULT_SETTLE, metavar="S",
                    help=f"re-read a difference after S seconds before reporting it (default "
                         f"{DEFAULT_SETTLE:g}; 0: report the first read)")

@@ -177,6 +177,8 @@ def test_an_unreachable_side_exits_2_with_one_line(fleets: tuple[Fleet, Fleet],
         assert out == "" and err.count("\n") == 1
         assert err.startswith("nsfleet admin diff: could not compare:") and dead in err
     assert main(["admin", "diff", a.urls[0]]) == 2  # one side only
+    assert main(["admin", "diff", "-n", remoting(a), a.urls[0], a.urls[0]]) == 2  # three
+    assert "not 3" in capsys.readouterr().err
 
 
 class RegisteringOnFirstRead:
