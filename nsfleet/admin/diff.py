@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -53,7 +53,6 @@ class DiffResult:
     settled: int  # differences seen in the first read and gone after --settle
     compared: dict[str, int]
     seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"equal": not self.differences, "a": self.a, "b": self.b,
@@ -72,7 +71,8 @@ class _Bar:
         self.task = self.progress.add_task("routes", total=0)
 
     def add_total(self, count: int) -> None:
-        self.progress.update(self.task, total=(self.progress.tasks[0].total or 0) + count)
+        total = self.progress.tasks[0].total or 0
+        self.progress.update(self.task, total=total + count)
 
     def advance(self, count: int) -> None:
         self.progress.advance(self.task, count)
@@ -177,8 +177,9 @@ async def _execute(args: argparse.Namespace, specs: list[str]) -> DiffResult:
         await b.close()
 
 
+# Unreachable, refusing, or answering JSON that is no NameServer's (KeyError, TypeError).
 COMPARE_ERRORS = (RemotingUnavailable, FleetUnavailable, ApiError, ValueError, KeyError,
-                  TypeError, AttributeError)
+                  TypeError)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         return NOT_COMPARED
     try:
         result = asyncio.run(_execute(args, specs))
-    except COMPARE_ERRORS as exc:  # unreachable, refusing, or answering what is no NameServer's
+    except COMPARE_ERRORS as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"nsfleet admin diff: could not compare: {message}", file=sys.stderr)
         return NOT_COMPARED
