@@ -11,7 +11,8 @@ kept too. At the same fleet counter the last answer is served as it is.
 from __future__ import annotations
 
 import asyncio
-import json
+
+import msgspec
 
 from nsfleet.domain.topic_kinds import topic_kind
 from nsfleet.store import RouteStore
@@ -55,11 +56,10 @@ class TopicSummary:
             key = (rows.rev, topic_kind(topic, index.names), index.order_conf.get(topic))
             known_json = self._encoded.get(topic)
             if known_json is None or known_json[0] != key:
-                known_json = (key, json.dumps(
-                    {"topic": topic, "kind": key[1], "queues": rows.queues, "orderConf": key[2]},
-                    separators=(",", ":")).encode())
+                known_json = (key, msgspec.json.encode(
+                    {"topic": topic, "kind": key[1], "queues": rows.queues, "orderConf": key[2]}))
             encoded[topic] = known_json
         self._encoded = encoded
-        head = json.dumps({"rev": rev, "queueFields": QUEUE_FIELDS}, separators=(",", ":"))
-        return b"".join((head[:-1].encode(), b',"topics":[',
+        head = msgspec.json.encode({"rev": rev, "queueFields": QUEUE_FIELDS})
+        return b"".join((head[:-1], b',"topics":[',
                          b",".join(e[1] for e in encoded.values()), b"]}"))

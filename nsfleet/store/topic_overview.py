@@ -80,7 +80,9 @@ class TopicOverview:
         out: list[TopicRows] = []
         for _, entries in await self._call_many("topic_overview", calls):
             for topic, rev, flat in entries:
-                queues = sorted((flat[i], int(flat[i + 1]), int(flat[i + 2]), int(flat[i + 3]),
-                                 int(flat[i + 4])) for i in range(0, len(flat), 5))
+                queues = [(flat[i], int(flat[i + 1]), int(flat[i + 2]), int(flat[i + 3]),
+                           int(flat[i + 4])) for i in range(0, len(flat), 5)]
+                if len(queues) > 1:
+                    queues.sort()
                 out.append(TopicRows(topic, int(rev), tuple(queues)))
         return out
