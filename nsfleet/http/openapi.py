@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 from nsfleet import __version__
+from nsfleet.http.errors import STALE_MARKED
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _IDENTITY = {
@@ -168,7 +169,8 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "static file", (404,)),
     ("get", "/favicon.ico", "The console's icon (with the console)", None, "icon", ()),
     ("get", "/livez", "The process is up", None, "status", ()),
-    ("get", "/readyz", "Redis reachable, scripts loaded, not draining", None, "status", (503,)),
+    ("get", "/readyz", "Redis reachable (or, while it is not, a stale view still served: "
+     "\"stale\": true with the reason), scripts loaded, not draining", None, "status", (503,)),
     ("get", "/metrics", "Prometheus metrics (text format)", None, "metrics", ()),
     ("get", "/openapi.json", "This document", None, "OpenAPI document", ()),
 ]
@@ -176,6 +178,18 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
 
 _ALWAYS_OPEN = frozenset({"/ui", "/ui/static", "/openapi.json",  # never behind a token
                           "/rocketmq/{subgroup}"})
+
+
+# Present only on answers from the worker's last coherent view while Redis is unreachable
+# (docs/reliability.md, "Redis away").
+_STALE_HEADERS = {
+    "Age": {"description": "Seconds since the worker's view was last coherent (only on stale "
+                           "answers)", "schema": {"type": "integer"}},
+    "Warning": {"description": '`110 nsfleet "Response is Stale"` (only on stale answers)',
+                "schema": {"type": "string"}},
+    "X-Nsfleet-Stale": {"description": "Seconds since the view was last coherent, to 0.1 s "
+                                       "(only on stale answers)", "schema": {"type": "string"}},
+}
 
 
 def _operation(summary: str, request: str | None, success: str,
@@ -192,6 +206,8 @@ def _operation(summary: str, request: str | None, success: str,
     if success in _SCHEMAS:
         ref = {"$ref": f"#/components/schemas/{success}"}
         ok["content"] = {"application/json": {"schema": ref}}
+    if path.startswith(STALE_MARKED):
+        ok["headers"] = _STALE_HEADERS
     responses: dict[str, Any] = {"200": ok}
     for status in errors:
         if status == 304:

@@ -99,6 +99,9 @@ def test_config_map_carries_every_setting(render) -> None:
         "NSFLEET_EXPIRY_GUARD_SHARE": "0",
         "NSFLEET_EXPIRY_GUARD_MAX_HOLD": "120",
         "NSFLEET_ROUTE_CACHE": "true",
+        "NSFLEET_STALE_SERVE_MAX": "120",
+        "NSFLEET_MIN_REPLICA_ACKS": "0",
+        "NSFLEET_REPLICA_ACK_TIMEOUT": "0.5",
     }
 
 

@@ -10,17 +10,21 @@ can be lost inside that window.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import redis
 
 from nsfleet.redis_server import RedisServer, free_port
 from nsfleet.store.keys import Keys
+from tests.support.outage_load import OutageLoad, missing_brokers
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
 
@@ -154,6 +158,101 @@ def test_workers_follow_the_promoted_replica(
         demoted = redis.Redis(port=master.port, decode_responses=True)
         assert demoted.exists(Keys("failover").broker("c1", "10.0.1.200:10911")) == 1
         demoted.close()
+    finally:
+        for w in workers:
+            if w.process is not None:
+                w.stop()
+
+
+def test_failover_under_load_fails_no_read_and_loses_no_acknowledged_registration(
+        sentinel_set: tuple[RedisServer, RedisServer, list[int]], tmp_path: Path) -> None:
+    """Readers on cached routes and registering brokers through a SIGKILL of the master: every
+    read is answered through the failover window (from the stale view while no master is
+    known), and with --min-replica-acks 1 every registration a worker acknowledged is on the
+    promoted replica. The promoted replica has no replica of its own until the old master
+    comes back as one: until then writes are refused (503), never acknowledged."""
+    master, replica, ports = sentinel_set
+    hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
+    env = {"NSFLEET_REDIS_URL": f"redis+sentinel://{hosts}/{SERVICE}/0",
+           "NSFLEET_NAMESPACE": "acked", "NSFLEET_DRAIN_TIMEOUT": "2",
+           "NSFLEET_MIN_REPLICA_ACKS": "1", "NSFLEET_REPLICA_ACK_TIMEOUT": "1"}
+    workers = [WorkerProcess(env, tmp_path / f"w{i}.log") for i in range(2)]
+    load = OutageLoad([w.url for w in workers], [w.remoting_port for w in workers],
+                      timeout_ms=600_000)
+    acked: dict[int, int] = {}  # writer broker -> newest DataVersion counter acknowledged
+    refused: list[int] = []
+
+    def writer(k: int, n: int) -> dict[str, Any]:
+        """A broker whose every registration changes its table (a new DataVersion)."""
+        return broker(500 + k) | {"dataVersion": {"counter": n, "timestamp": n},
+                                  "topicConfigTable": {f"W{k}": {"readQueueNums": n % 64 + 1},
+                                                       "Shared": {}}}
+
+    async def register_changes(stop: asyncio.Event) -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            n = 1
+            while not stop.is_set():
+                n += 1
+                for k, w in enumerate(workers):
+                    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                        async with session.post(f"{w.url}/v1/brokers/register",
+                                                json=writer(k, n)) as r:
+                            if r.status == 200:
+                                acked[k] = n
+                            else:
+                                refused.append(r.status)
+                await asyncio.sleep(0.05)
+
+    async def scenario() -> None:
+        async with aiohttp.ClientSession() as session:
+            assert set(await load.register_all(session)) == {200}
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(load.run()),
+                 asyncio.create_task(register_changes(stop))]
+        await asyncio.sleep(1.5)
+        load.phase = "failover"
+        assert master.process is not None
+        master.process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(master.process.wait, 10)
+        promoted = redis.Redis(port=replica.port, decode_responses=True)
+        await asyncio.to_thread(wait_for, lambda: promoted.info("replication")["role"]
+                                == "master", FAILOVER_WITHIN, "the replica promoted")
+        promoted.close()
+        await asyncio.sleep(1.0)  # reads from the new master, writes refused: no replica
+        # The old master returns; Sentinel makes it a replica of the new one, and acknowledged
+        # writes resume.
+        await asyncio.to_thread(master.start)
+        await asyncio.to_thread(
+            wait_for, lambda: all(http("POST", f"{w.url}/v1/brokers/register",
+                                       broker(900 + i))[0] == 200
+                                  for i, w in enumerate(workers)),
+            60.0, "acknowledged writes after the old master rejoined")
+        load.phase = "after"
+        await asyncio.sleep(2.0)
+        stop.set()
+        load.stop()
+        await asyncio.gather(*tasks)
+
+    try:
+        for w in workers:
+            w.start()
+        asyncio.run(scenario())
+        failover = [r for r in load.reads if r.phase == "failover"]
+        assert len(failover) > 100
+        assert [r for r in load.reads if not r.answered] == []
+        assert missing_brokers(load.reads, "failover") == []
+        assert acked, "no registration was acknowledged"
+        assert refused and set(refused) == {503}
+        promoted = redis.Redis(port=replica.port, decode_responses=True)
+        try:
+            assert promoted.info("replication")["role"] == "master"
+            keys = Keys("acked")
+            for k, n in acked.items():
+                stored = promoted.hget(keys.broker("c1", f"10.0.1.{500 + k}:10911"),
+                                       "dataVersionCounter")
+                assert int(stored or 0) >= n, (k, stored, n)
+        finally:
+            promoted.close()
     finally:
         for w in workers:
             if w.process is not None:
