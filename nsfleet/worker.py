@@ -162,6 +162,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         app[STATE_KEY]["draining"] = True
         metrics.ready.set(0)
         log.info("draining", timeout=settings.drain_timeout)
+        await presence.withdraw()  # the address server stops sending clients here at once
         if sweeper is not None:
             sweeper.stop()
         # One deadline for both listeners: each stops accepting, in-flight requests finish.

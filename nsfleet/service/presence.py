@@ -61,9 +61,10 @@ class WorkerPresence:
         self.advertise = advertise
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._withdrawn = False
 
     async def _mark(self) -> None:
-        if self.advertise:
+        if self.advertise and not self._withdrawn:
             await self.directory.mark_alive(self.worker_id, TTL_MS, self.advertise)
         else:
             await self.store.mark_worker_alive(self.worker_id, TTL_MS)
@@ -80,13 +81,20 @@ class WorkerPresence:
             except NameServerError as exc:  # Redis hiccup: try again next round
                 log.warning("presence refresh failed", error=exc.remark)
 
+    async def withdraw(self) -> None:
+        """Stop advertising (a draining worker): clients asking the address server from now on
+        are not sent here. The presence itself goes on until ``close``. Best effort: a Redis
+        that does not answer within a second leaves the entry to expire with the presence."""
+        self._withdrawn = True
+        if self.advertise and self._task is not None:
+            with contextlib.suppress(NameServerError, TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self.directory.withdraw(self.worker_id)
+
     async def close(self) -> None:
         self._closing = True
         if self._task is not None:
             self._task.cancel()
             # redis-py may swallow a cancellation inside a call; the flag ends the loop then.
             await asyncio.wait({self._task}, timeout=3.0)
-            if self.advertise:
-                # Clients asking the address server from now on are not sent here.
-                with contextlib.suppress(NameServerError):
-                    await self.directory.withdraw(self.worker_id)
+            await self.withdraw()  # again: a refresh racing the first may have re-added it
