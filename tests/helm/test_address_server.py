@@ -17,6 +17,7 @@ def test_each_pod_advertises_its_own_ip_by_default(render) -> None:
     assert env["NSFLEET_ADVERTISE_ADDRESS"]["valueFrom"] == {
         "fieldRef": {"fieldPath": "status.podIP"}}
     assert "NSFLEET_ADVERTISE_ADDRESS" not in out.config
+    assert f"-Drocketmq.namesrv.domain={FULLNAME}.{NAMESPACE}.svc:8080" in out.notes
 
 
 def test_the_service_address_is_advertised_when_asked(render) -> None:
