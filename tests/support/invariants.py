@@ -67,7 +67,8 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         elif kind == "rev" and rest.startswith("topic:"):
             rows["rev:topic"][rest[len("topic:"):]] = value
         elif key in ("idx:clusters", "idx:topics", "idx:deadlines", "idx:kvns", "seq", "rev",
-                     "config", "idx:cleanups", "idx:perm-clears"):
+                     "config", "idx:cleanups", "idx:perm-clears", "idx:worker-addrs",
+                     "nsaddr:extra"):
             rows[key][None] = value
         else:
             problems.append(f"unknown key {full}")
