@@ -265,18 +265,18 @@ function topicsByGroup() {
 // --- the tables -------------------------------------------------------------------------------
 
 const topicGrid = new Grid($("topics"), $("topics-pager"), [
-  {key: "topic", label: "Topic", width: "27%", sort: (r) => r.topic,
+  {key: "topic", label: "Topic", width: "23%", sort: (r) => r.topic,
    cell: (r) => link(r.topic, () => showTopic(r.topic))},
-  {key: "kind", label: "Kind", width: "8%", sort: (r) => r.kind,
+  {key: "kind", label: "Kind", width: "7%", sort: (r) => r.kind,
    cell: (r) => node("span", r.kind, "kind")},
-  {key: "groups", label: "Groups", width: "22%", sort: (r) => r.groups,
+  {key: "groups", label: "Groups", width: "20%", sort: (r) => r.groups,
    cell: (r) => r.groups || "-"},
-  {key: "clusters", label: "Clusters", width: "16%", sort: (r) => r.clusters,
+  {key: "clusters", label: "Clusters", width: "19%", sort: (r) => r.clusters,
    cell: (r) => r.clusters || "-"},
-  {key: "read", label: "Queues r/w", width: "10%", num: true, sort: (r) => r.read * 1e6 + r.write,
+  {key: "read", label: "Queues r/w", width: "12%", num: true, sort: (r) => r.read * 1e6 + r.write,
    cell: (r) => [`${r.read}/${r.write}`, "num"]},
   {key: "perms", label: "Perm", width: "7%", sort: (r) => r.perms, cell: (r) => r.perms || "-"},
-  {key: "order", label: "Order", width: "10%", sort: (r) => r.orderConf || "",
+  {key: "order", label: "Order", width: "12%", sort: (r) => r.orderConf || "",
    cell: (r) => r.orderConf || ""},
 ], "topic");
 
@@ -371,15 +371,13 @@ function showTopic(topic) {
       return `${id}=${addr}${alive ? "" : " (past deadline)"}`;
     });
     return [link(name, () => showGroup(name)), group?.cluster ?? "-",
-            [members.join("\n") || "no member", "lines"], [read, "num"], [write, "num"],
-            permText(perm),
-            [flag, "num"]];
+            [members.join("\n") || "no member", "lines"], [`${read}/${write}`, "num"],
+            permText(perm), [flag, "num"]];
   });
   openDetail(`Topic ${topic}`, [
     node("p", `${t.kind} topic, served by ${t.queues.length} broker group` +
               `${t.queues.length === 1 ? "" : "s"}`, "muted"),
-    smallTable(["Group", "Cluster", "Members", "Read queues", "Write queues", "Perm",
-                "Sys flag"], rows),
+    smallTable(["Group", "Cluster", "Members", "Queues r/w", "Perm", "Sys flag"], rows),
     node("h3", "Order config (ORDER_TOPIC_CONFIG)"),
     node("p", t.orderConf || "none"),
   ]);
