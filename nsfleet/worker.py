@@ -99,7 +99,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     presence = WorkerPresence(store, advertise=advertise_address(
         settings.advertise_address, settings.host, settings.remoting_port))
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
-    app = create_app(ns, scripts_loaded=False, addresses=AddressServer(store))
+    app = create_app(ns, scripts_loaded=False, addresses=AddressServer(store, ns.history))
     if security.http_middleware is not None:
         app.middlewares.append(security.http_middleware)  # inside the error middleware
     if security.files is not None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nsfleet.domain import validation
-from nsfleet.service.audit import audit
+from nsfleet.service.history import ChangeRecorder
 from nsfleet.store import RouteStore
 from nsfleet.store.directory import FleetDirectory
 
@@ -30,8 +30,11 @@ class AddressList:
 
 
 class AddressServer:
-    def __init__(self, store: RouteStore) -> None:
+    def __init__(self, store: RouteStore, history: ChangeRecorder) -> None:
+        """``history``: where changes of the extra addresses are recorded (the audit trail and
+        the fleet's recent changes, as every change of the tables)."""
         self.directory = FleetDirectory.of(store)
+        self.history = history
 
     async def current(self) -> AddressList:
         return AddressList(await self.directory.live_addresses(),
@@ -51,6 +54,7 @@ class AddressServer:
             await self.directory.change_extra(add=before, replace=True)
             raise validation.ValidationError("addresses", f"at most {MAX_EXTRA} in all")
         if after != before:
-            audit("address server extra addresses changed", added=sorted(set(after) - set(before)),
-                  removed=sorted(set(before) - set(after)), extra=after)
+            await self.history.record("address server extra addresses changed",
+                                      added=sorted(set(after) - set(before)),
+                                      removed=sorted(set(before) - set(after)), extra=after)
         return after

@@ -7,7 +7,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet.domain.errors import ValidationError
+from nsfleet.metrics import Metrics
 from nsfleet.service.address_server import AddressServer
+from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.presence import advertise_address, primary_address
 from nsfleet.store import RouteStore
 from nsfleet.store.directory import FleetDirectory
@@ -29,12 +31,16 @@ async def test_only_workers_whose_presence_lives_are_listed(store: RouteStore,
     assert await any_redis.exists(store.keys.worker("w1"))  # presence stays for connections
 
 
+def address_server(store: RouteStore) -> AddressServer:
+    return AddressServer(store, ChangeRecorder(store.history, Metrics()))
+
+
 async def test_extra_addresses_change_fleet_wide(store: RouteStore) -> None:
-    service = AddressServer(store)
+    service = address_server(store)
     await FleetDirectory.of(store).mark_alive("w1", 60_000, "10.0.0.1:9876")
     assert await service.change_extra(add=["10.9.0.2:9876", "10.9.0.1:9876"]) == [
         "10.9.0.1:9876", "10.9.0.2:9876"]
-    current = await AddressServer(store).current()  # another worker sees the same
+    current = await address_server(store).current()  # another worker sees the same
     assert current.nsaddr == "10.0.0.1:9876;10.9.0.1:9876;10.9.0.2:9876"
     assert await service.change_extra(remove=["10.9.0.1:9876"]) == ["10.9.0.2:9876"]
     assert await service.change_extra(add=["10.0.0.1:9876"], replace=True) == ["10.0.0.1:9876"]
@@ -42,6 +48,8 @@ async def test_extra_addresses_change_fleet_wide(store: RouteStore) -> None:
     with pytest.raises(ValidationError, match="host:port"):
         await service.change_extra(add=["10.9.0.3"])
     assert await service.change_extra() == ["10.0.0.1:9876"]  # nothing half-written
+    recorded = await store.history.recent(10)
+    assert [c.action for c in recorded] == ["address server extra addresses changed"] * 3
 
 
 @pytest.mark.parametrize(("configured", "host", "expected"), [

@@ -278,7 +278,7 @@ async def test_health_metrics_openapi(client: TestClient) -> None:
 
 
 async def test_openapi_covers_every_route(ns: NameServer, http_store: RouteStore) -> None:
-    app: web.Application = create_app(ns, addresses=AddressServer(http_store))
+    app: web.Application = create_app(ns, addresses=AddressServer(http_store, ns.history))
     routes = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}
     documented = {(m, p) for p, ops in openapi_document()["paths"].items() for m in ops}
