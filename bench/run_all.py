@@ -38,6 +38,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("sweep_cascade", 600),
     ("memory", 300),
     ("capacity", 300),
+    ("console_bench", 300),
 )
 
 

@@ -29,6 +29,10 @@ def _cascade_longest(data: dict[str, Any]) -> float:
     return max(row["longest_script_ms_max"] for row in data["cascade_by_total_topics"].values())
 
 
+def _console_filter_max(data: dict[str, Any]) -> float:
+    return max(query["max"] for query in data["filter_ms"].values())
+
+
 def _script_time_longest(data: dict[str, Any]) -> float:
     """The longest single script call of any operation at the largest size measured."""
     size = max((k for k in data if k.isdigit()), key=int)
@@ -91,9 +95,17 @@ FIGURES: tuple[Figure, ...] = (
            ("used_memory_per_topic_broker_row_all_in",), None, unit="B"),
     Figure("worker RSS with every route (10k, 20 groups each) cached", "memory",
            ("worker", "worker_rss_mib_every_route_cached"), None, unit="MiB"),
+    Figure("console, 10,000 topics and 500 brokers: first render from a worker that has not "
+           "read the topics yet, slowest", "console", ("first_render_ms", "new_worker", "max"),
+           1000.0, unit="ms"),
+    Figure("console: first render after a change of 80 topics, slowest", "console",
+           ("first_render_ms", "after_change", "max"), 1000.0, unit="ms"),
+    Figure("console: filtering the 10,000 topics, slowest query", "console",
+           ("@console_filter_max",), 100.0, unit="ms"),
 )
 
-COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest}
+COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest,
+            "@console_filter_max": _console_filter_max}
 
 
 def value(figure: Figure) -> float | None:
