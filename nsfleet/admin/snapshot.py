@@ -30,6 +30,8 @@ ANSWER_CONFIG: dict[str, str] = {
     "notifyMinBrokerIdChanged": "false",
     "clusterTest": "false",
     "productEnvName": "center",
+    "needWaitForService": "false",  # routes answer "not ready" for a while after a start
+    "waitSecondsForService": "45",
 }
 MISSING = None
 
