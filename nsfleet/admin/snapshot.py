@@ -34,6 +34,7 @@ ANSWER_CONFIG: dict[str, str] = {
     "waitSecondsForService": "45",
 }
 MISSING = None
+QUEUE_NUMS = "readQueueNums/writeQueueNums"
 
 
 def _canonical(value: Any) -> Any:
@@ -145,8 +146,11 @@ def route_facts(route: dict[str, Any]) -> Facts:
     for queue in route.get("queueDatas") or []:
         name = queue.get("brokerName")
         facts[("queue", name, "present")] = True
-        for f in ("readQueueNums", "writeQueueNums", "perm", "topicSysFlag"):
-            facts[("queue", name, f)] = queue.get(f, 0 if f == "topicSysFlag" else None)
+        # One queue count, read/write: a topic re-created with more queues is one difference.
+        facts[("queue", name, QUEUE_NUMS)] = (f"{queue.get('readQueueNums')}/"
+                                              f"{queue.get('writeQueueNums')}")
+        facts[("queue", name, "perm")] = queue.get("perm")
+        facts[("queue", name, "topicSysFlag")] = queue.get("topicSysFlag", 0)
     facts[("route", "", "orderTopicConf")] = route.get("orderTopicConf")
     for addr, servers in (route.get("filterServerTable") or {}).items():
         if servers:  # Java maps members without filter servers to null

@@ -136,7 +136,14 @@ def test_a_different_queue_count_names_the_topic(fleets: tuple[Fleet, Fleet],
                                     "dataVersion": {"counter": 2, "timestamp": 1700000000001}})
     d = only(diff_json(capsys, a.urls[0], b.urls[0])[1])
     assert (d["kind"], d["group"], d["field"], d["a"], d["b"], d["topics"]) == (
-        "queue", "broker-a", "writeQueueNums", 8, 16, ["T2"])
+        "queue", "broker-a", "readQueueNums/writeQueueNums", "8/8", "8/16", ["T2"])
+    # Both counts changed (the topic re-created with more queues): still one difference.
+    both = {**TOPICS, "T1": {**TOPICS["T1"], "readQueueNums": 16, "writeQueueNums": 16}}
+    a.post("/v1/brokers/register", {**BROKERS[0], "topicConfigTable": {**both, "T2": changed["T2"]},
+                                    "dataVersion": {"counter": 2, "timestamp": 1700000000001}})
+    d = only(diff_json(capsys, a.urls[0], b.urls[0])[1])
+    assert (d["field"], d["a"], d["b"], d["topics"]) == (
+        "readQueueNums/writeQueueNums", "16/16", "4/4", ["T1"])
 
 
 def test_an_extra_topic_is_one_difference(fleets: tuple[Fleet, Fleet],
