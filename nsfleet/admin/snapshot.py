@@ -150,7 +150,9 @@ def route_facts(route: dict[str, Any]) -> Facts:
         facts[("queue", name, QUEUE_NUMS)] = (f"{queue.get('readQueueNums')}/"
                                               f"{queue.get('writeQueueNums')}")
         facts[("queue", name, "perm")] = queue.get("perm")
-        facts[("queue", name, "topicSysFlag")] = queue.get("topicSysFlag", 0)
+        # RocketMQ 4.x spells it topicSynFlag.
+        facts[("queue", name, "topicSysFlag")] = queue.get("topicSysFlag",
+                                                           queue.get("topicSynFlag", 0))
     facts[("route", "", "orderTopicConf")] = route.get("orderTopicConf")
     for addr, servers in (route.get("filterServerTable") or {}).items():
         if servers:  # Java maps members without filter servers to null

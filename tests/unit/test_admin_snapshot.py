@@ -146,6 +146,13 @@ async def test_every_field_of_a_recorded_answer_is_read(
     assert await diff_of(ANSWERS, changed) == [expected]
 
 
+async def test_a_4x_namesrv_spells_the_sysflag_topicsynflag() -> None:
+    """RocketMQ 4.x's QueueData field is topicSynFlag: the same value, not a difference."""
+    flagged = edit(R, "OrderTopic", b'"topicSysFlag":0', b'"topicSysFlag":1')(ANSWERS)
+    spelled_4x = edit(R, "OrderTopic", b'"topicSysFlag":1', b'"topicSynFlag":1')(flagged)
+    assert await diff_of(flagged, spelled_4x) == []
+
+
 async def test_a_setting_that_changes_no_answer_is_not_compared() -> None:
     listen = edit(RequestCode.GET_NAMESRV_CONFIG, "", b"listenPort=9876", b"listenPort=9877")
     assert await diff_of(ANSWERS, listen(ANSWERS)) == []
