@@ -334,10 +334,13 @@ $("group-search").addEventListener("input", () => groupGrid.filter($("group-sear
 
 let detail = null;  // what the detail panel shows: ["topic", name] or ["group", name]
 
-function openDetail(title, parts) {
+// reveal: scroll the panel into view when it is off screen (a click; not a redraw).
+function openDetail(title, parts, reveal) {
   $("detail-title").textContent = title;
   $("detail-body").replaceChildren(...parts);
   $("detail").hidden = false;
+  const top = $("detail").getBoundingClientRect().top;
+  if (reveal && (top < 0 || top > window.innerHeight - 50)) $("detail").scrollIntoView();
 }
 
 $("detail-close").addEventListener("click", () => {
@@ -356,11 +359,11 @@ function smallTable(head, rows) {
   return table;
 }
 
-function showTopic(topic) {
+function showTopic(topic, reveal = true) {
   detail = ["topic", topic];
   const t = fleet.summary.topics.find((x) => x.topic === topic);
   if (!t) {
-    openDetail(`Topic ${topic}`, [node("p", "no longer in the route table", "muted")]);
+    openDetail(`Topic ${topic}`, [node("p", "no longer in the route table", "muted")], reveal);
     return;
   }
   const beats = liveByAddr();
@@ -380,14 +383,14 @@ function showTopic(topic) {
     smallTable(["Group", "Cluster", "Members", "Queues r/w", "Perm", "Sys flag"], rows),
     node("h3", "Order config (ORDER_TOPIC_CONFIG)"),
     node("p", t.orderConf || "none"),
-  ]);
+  ], reveal);
 }
 
-function showGroup(name) {
+function showGroup(name, reveal = true) {
   detail = ["group", name];
   const group = fleet.info.brokerAddrTable[name];
   if (!group) {
-    openDetail(`Broker group ${name}`, [node("p", "no longer registered", "muted")]);
+    openDetail(`Broker group ${name}`, [node("p", "no longer registered", "muted")], reveal);
     return;
   }
   const beats = liveByAddr();
@@ -412,17 +415,23 @@ function showGroup(name) {
     node("h3", `Topics (${topics.length.toLocaleString()})` +
                `${topics.length > 500 ? ", the first 500" : ""}`),
     smallTable(["Topic", "Queues r/w", "Perm"], shown),
-  ]);
+  ], reveal);
 }
 
 // --- the other panels -------------------------------------------------------------------------
 
+function detailText(value) {
+  if (value && typeof value === "object") {
+    return "counter" in value && "timestamp" in value ? dataVersionText(value)
+                                                       : JSON.stringify(value);
+  }
+  return String(value);
+}
+
 function drawChanges(changes) {
   fill($("changes"), changes.map((c) => [
     clock(c.time, false), c.worker, c.action,
-    [Object.entries(c.detail).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v)
-                                                                             : v}`).join(" "),
-     "wrap"]]));
+    Object.entries(c.detail).map(([k, v]) => `${k}=${detailText(v)}`).join(" ")]));
 }
 
 async function drawSide() {
@@ -481,8 +490,8 @@ async function redraw(rev) {
     `${fleet.summary.topics.length} topics`;
   $("topic-count").textContent = `${fleet.summary.topics.length.toLocaleString()} in all`;
   $("group-count").textContent = `${rows.filter((r) => r.beat).length} of ${rows.length} alive`;
-  if (detail?.[0] === "topic") showTopic(detail[1]);
-  else if (detail?.[0] === "group") showGroup(detail[1]);
+  if (detail?.[0] === "topic") showTopic(detail[1], false);
+  else if (detail?.[0] === "group") showGroup(detail[1], false);
   $("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   if (window.nsfleetConsole.firstRenderMs === null) {
     void document.body.offsetHeight;  // the page laid out, not just built
