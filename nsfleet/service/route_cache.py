@@ -163,6 +163,11 @@ class RouteCache:
     def _feed_lost(self) -> None:
         """Messages may be missed from now on. Keep the entries as the last coherent view
         (served stale, bounded), or drop them when stale serving is off."""
+        self._store_lost()
+
+    def _store_lost(self) -> None:
+        """The feed broke, or a Redis call found the store away (often before the feed
+        notices): what the cache holds is the last coherent view."""
         if self._closing or self._lost_at is not None:
             return
         self._lost_at = time.monotonic()
@@ -195,6 +200,14 @@ class RouteCache:
         view is served no more; reads wait (briefly) for the feed and the replay, and the
         listener tries again at once."""
         if self._lost_at is None or not self._resumed.is_set():
+            return
+        if self._subscribed:
+            # The feed never broke (a subscription raises on any gap): no change was missed,
+            # and the view is current again as it is.
+            self._lost_at = None
+            self._stale_view = False
+            self.outage.ended()
+            log.warning("store back", view_kept=True, feed_intact=True)
             return
         if self._stale_view:
             self._end_stale_view("the store answered again")
@@ -359,19 +372,22 @@ class RouteCache:
         return None
 
     def _peek_stale(self, entry: Entry) -> Entry | None:
-        """An entry of the stale view: valid when the view was last coherent, within the
-        bound. Its members' deadlines are not applied meanwhile (self-preservation: the store
-        that would have recorded their heartbeats is away)."""
+        """An entry of the stale view, within the bound. Its members' deadlines are not applied
+        (self-preservation: the store that would have recorded their heartbeats is away), so
+        an entry past its deadline is served too: every change was announced and dropped its
+        entries, and only a deadline, which the view suspends, could have aged it."""
         lost_at = self._lost_at
         if lost_at is None:
             return None
         if time.monotonic() - lost_at > self.stale_serve_max:
             self._end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
             return None
-        if entry.expires <= lost_at:
-            return None
         self._stale_hits.inc()
         return entry
+
+    def _stale_entry(self, key: tuple[str, bool]) -> Entry | None:
+        entry = self._entries.get(key)
+        return self._peek_stale(entry) if entry is not None and self._stale_view else None
 
     def stale_age(self) -> float | None:
         """Seconds since the view stopped being coherent, while it is served stale; else
@@ -408,11 +424,19 @@ class RouteCache:
         fill = _Fill(self._seq, asyncio.get_running_loop().create_future())
         fill.future.add_done_callback(_retrieve)
         self._filling[key] = fill
-        cacheable = self._subscribed and self.enabled
+        cacheable = self._subscribed and self.enabled and self._lost_at is None
         now = time.monotonic()
         self._fills += 1
         try:
             read = await self._read(topic, order_conf)
+        except StoreUnavailable as exc:
+            # The store is away (perhaps before the feed noticed): the view answers if it can.
+            stale = self._stale_entry(key)
+            if stale is None:
+                fill.future.set_exception(exc)
+                raise
+            fill.future.set_result(stale)
+            return stale
         except BaseException as exc:
             fill.future.set_exception(exc)
             raise
@@ -424,7 +448,8 @@ class RouteCache:
                                                                        read.ttl_ms / 1000)
         entry = Entry(read, now + ttl)
         fill.future.set_result(entry)
-        if cacheable and self._subscribed and self._unchanged_since(topic, fill.started):
+        if (cacheable and self._subscribed and self._lost_at is None
+                and self._unchanged_since(topic, fill.started)):
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
@@ -435,7 +460,11 @@ class RouteCache:
 
     async def _read(self, topic: str, order_conf: bool) -> RouteRead | None:
         if self._lost_at is None:
-            return await self.store.pickup_route(topic, order_conf=order_conf)
+            try:
+                return await self.store.pickup_route(topic, order_conf=order_conf)
+            except StoreUnavailable:
+                self._store_lost()
+                raise
         # The feed is lost: Redis is probably away, so a route the view cannot answer fails
         # fast instead of waiting out connection timeouts past the client's own.
         try:
@@ -460,6 +489,7 @@ class RouteCache:
                     value = await read()
                 self.store_answered()
         except (StoreUnavailable, TimeoutError) as exc:
+            self._store_lost()
             last = self._last_answers.get(key)
             if last is None or self.stale_age() is None:
                 if isinstance(exc, TimeoutError):

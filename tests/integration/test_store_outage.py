@@ -129,6 +129,25 @@ async def test_cached_routes_answered_stale_while_redis_is_away(redis_aof: Redis
         await w.close()
 
 
+async def test_a_read_that_finds_redis_away_serves_the_view_past_its_deadlines(
+        redis_aof: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first read to meet the outage (here the change feed never notices) is answered from
+    the view, and an entry whose member's deadline has passed is served too: only a heartbeat
+    the store could not record would have renewed it (self-preservation)."""
+    w = await Worker(redis_aof.url).start()
+    try:
+        await w.ns.register_broker(reg(1, timeout_ms=300))
+        await w.ns.route("T1")
+        await asyncio.sleep(0.4)  # the entry expired with its member's deadline
+        assert w.ns.cached_route("T1") is None
+        monkeypatch.setattr(w.cache, "_feed_lost", lambda: None)
+        kill(redis_aof)
+        assert members(await w.ns.route("T1")) == {"b1"}
+        assert w.ns.stale_age() is not None
+    finally:
+        await w.close()
+
+
 async def test_the_view_is_not_served_past_stale_serve_max(redis_aof: RedisServer) -> None:
     w = await Worker(redis_aof.url, stale_serve_max=0.5).start()
     try:
