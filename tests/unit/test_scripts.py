@@ -197,9 +197,6 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert await store.pickup_route("T1") is not None
     assert await store.pickup_route("nope") is None
     await store.cluster_info()
-    index = await store.topic_overview.index()
-    assert [r.queues for r in await store.topic_overview.rows(list(index.revs))] == [
-        (("g", 8, 8, 6, 0),), (("g", 8, 8, 6, 0),)]
     await store.topics_by_cluster("c1")
     await store.unit_topics()
     assert await store.kv_put("ns", "k", "v")
@@ -240,6 +237,17 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     await store.register_broker(replace(acting, broker_id=1, addr="10.0.3.2:1"))
     assert await store.unregister_broker("c1", acting.addr, "act") == 0
 
+    # Last: its reads run concurrently, which would warm a second connection for the chunked
+    # calls above and let their replies race for "seen".
+    index = await store.topic_overview.index()
+    assert list(index.revs) == ["C0", "C1", "C2"]
+    rows = await store.topic_overview.rows(list(index.revs))
+    assert [(r.topic, r.rev, [q[0] for q in r.queues]) for r in rows] == [
+        (t, index.revs[t], ["act"]) for t in ("C0", "C1", "C2")]
+    assert seen[("topic_overview", "ok")] == ["ok", *(
+        [r.topic, str(r.rev), [q if i == 0 else str(q) for i, q in enumerate(r.queues[0])]]
+        for r in rows)]
+
     assert set(seen) == {(n, s) for n, statuses in SCRIPT_STATUSES.items() for s in statuses}
     assert seen[("register_broker", "fenced")] == ["fenced"]
     assert seen[("register_broker", "rejected")] == ["rejected"]
@@ -261,9 +269,6 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("kv_put", "ok")] == ["ok", "1"]
     assert seen[("kv_delete", "ok")] == ["ok", "1"]
     assert seen[("register_topic", "ok")] == ["ok", 0]
-    assert seen[("topic_overview", "ok")] == [
-        "ok", ["T1", str(index.revs["T1"]), ["g", "8", "8", "6", "0"]],
-        ["T2", str(index.revs["T2"]), ["g", "8", "8", "6", "0"]]]
     assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
     assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
     ok_route = seen[("route", "ok")]
