@@ -1,7 +1,7 @@
 """HTTP access control: bearer tokens with scopes, and the PROXY protocol on the HTTP port.
 
-Scopes a request needs: none for the console's static files (/ui, /ui/static/*) and
-/openapi.json; ``probe`` for /livez, /readyz and /metrics, only when a probe token is
+Scopes a request needs: none for the console's static files (/ui, /ui/static/*, the
+browser's /favicon.ico), /openapi.json and the address server (/rocketmq/*); ``probe`` for /livez, /readyz and /metrics, only when a probe token is
 configured (open otherwise); ``read`` for GET/HEAD and ``POST /v1/routes/watch`` (a long-poll);
 ``write`` for every other POST, PUT and DELETE. A write token also reads and probes; a read token
 also probes. No or an unknown token: 401; a token without the scope: 403 (both JSON errors; the
@@ -27,7 +27,7 @@ from nsfleet.service.audit import client_account, client_address
 log = structlog.get_logger("nsfleet.security")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PROBE_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
-OPEN_PATHS = frozenset({"/ui", "/openapi.json"})
+OPEN_PATHS = frozenset({"/ui", "/openapi.json", "/favicon.ico"})
 READ_POSTS = frozenset({"/v1/routes/watch"})
 GRANTS = {Scope.WRITE: {Scope.WRITE, Scope.READ, Scope.PROBE},
           Scope.READ: {Scope.READ, Scope.PROBE}, Scope.PROBE: {Scope.PROBE}}

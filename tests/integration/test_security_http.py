@@ -81,7 +81,7 @@ async def test_reads_need_a_read_or_write_token(guarded: Worker) -> None:
 
 async def test_probes_console_and_openapi_stay_open(guarded: Worker) -> None:
     for path in ("/livez", "/readyz", "/metrics", "/openapi.json", "/ui",
-                 "/ui/static/console.js"):
+                 "/ui/static/console.js", "/favicon.ico"):
         assert (await call(guarded, "GET", path))[0] == 200, path
 
 
