@@ -9,9 +9,18 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.asyncio.connection import parse_url
+from redis.asyncio.connection import (
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+    parse_url,
+)
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import (
+    Sentinel,
+    SentinelManagedConnection,
+    SentinelManagedSSLConnection,
+)
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -46,6 +55,42 @@ def retry_once() -> Retry:
     connecting: a slow command is never sent twice. Once, with no backoff: a Redis still down
     fails the request at once (503) rather than holding it."""
     return Retry(NoBackoff(), 1)
+
+
+class _ResetAware:
+    """uvloop (which the worker runs on) raises RuntimeError, not OSError, when a command is
+    written to a transport the peer has reset (a network partition, a proxy or load balancer
+    dropping the connection): redis-py would pass it up as it is instead of treating the
+    connection as lost and retrying the command on a new one."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+        except RuntimeError as exc:  # redis-py has disconnected the connection already
+            raise RedisConnectionError(f"Error writing to a closed connection: {exc}") from exc
+
+
+class _Connection(_ResetAware, Connection):
+    pass
+
+
+class _SSLConnection(_ResetAware, SSLConnection):
+    pass
+
+
+class _UnixConnection(_ResetAware, UnixDomainSocketConnection):
+    pass
+
+
+class _SentinelConnection(_ResetAware, SentinelManagedConnection):
+    pass
+
+
+class _SentinelSSLConnection(_ResetAware, SentinelManagedSSLConnection):
+    pass
+
+
+_CONNECTIONS = {"redis": _Connection, "rediss": _SSLConnection, "unix": _UnixConnection}
 
 
 class _Subscription(PubSub):
@@ -89,6 +134,8 @@ def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis 
                                  "retry": retry_once(),
                                  "socket_connect_timeout": CONNECT_TIMEOUT}
     parts = urlsplit(url)
+    if parts.scheme in _CONNECTIONS:
+        kwargs["connection_class"] = _CONNECTIONS[parts.scheme]
     if password and not parts.password:
         kwargs["password"] = password
     if username and not parts.username:
@@ -122,7 +169,9 @@ def _sentinel_master(url: str, username: str, password: str) -> aioredis.Redis:
                                                 "socket_connect_timeout": CONNECT_TIMEOUT},
                         decode_responses=True, username=user, password=pw, db=db, ssl=ssl,
                         retry=retry_once(), socket_connect_timeout=CONNECT_TIMEOUT)
-    return sentinel.master_for(service, redis_class=_Redis, max_connections=1000)
+    return sentinel.master_for(service, redis_class=_Redis, max_connections=1000,
+                               connection_class=(_SentinelSSLConnection if ssl
+                                                 else _SentinelConnection))
 
 
 class BoundedRedisCluster(RedisCluster):

@@ -1,7 +1,8 @@
 """HTTP access control: bearer tokens with scopes, and the PROXY protocol on the HTTP port.
 
 Scopes a request needs: none for the console's static files (/ui, /ui/static/*, the
-browser's /favicon.ico), /openapi.json and the address server (/rocketmq/*); ``probe`` for /livez, /readyz and /metrics, only when a probe token is
+browser's /favicon.ico), /openapi.json and the address server (/rocketmq/*); ``probe`` for
+/livez, /readyz and /metrics, only when a probe token is
 configured (open otherwise); ``read`` for GET/HEAD and ``POST /v1/routes/watch`` (a long-poll);
 ``write`` for every other POST, PUT and DELETE. A write token also reads and probes; a read token
 also probes. No or an unknown token: 401; a token without the scope: 403 (both JSON errors; the

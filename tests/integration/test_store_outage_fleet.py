@@ -11,6 +11,7 @@ come back from the brokers' registrations.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import time
 import urllib.error
@@ -23,6 +24,7 @@ import pytest
 
 from nsfleet.redis_server import RedisServer
 from tests.support.outage_load import OutageLoad, missing_brokers, served_fraction
+from tests.support.tcp_proxy import TcpProxy
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
 
@@ -144,3 +146,54 @@ def _route_status(url: str) -> tuple[int, bool]:
             return resp.status, "X-Nsfleet-Stale" in resp.headers
     except urllib.error.HTTPError as exc:
         return exc.code, "X-Nsfleet-Stale" in exc.headers
+
+
+def test_a_partitioned_worker_serves_nothing_older_than_redis(tmp_path: Path) -> None:
+    """Worker A reaches Redis through a TCP proxy that the test cuts; worker B keeps writing.
+    While cut off A answers its stale view (marked); once A reaches Redis again, no answer it
+    gives is older than Redis."""
+    server = RedisServer(tmp_path / "redis", appendonly=False).start()
+    proxy = TcpProxy(server.port).start()
+    env = {"NSFLEET_NAMESPACE": NAMESPACE, "NSFLEET_DRAIN_TIMEOUT": "2"}
+    a = WorkerProcess(env | {"NSFLEET_REDIS_URL": proxy.url}, tmp_path / "a.log").start()
+    b = WorkerProcess(env | {"NSFLEET_REDIS_URL": server.url}, tmp_path / "b.log").start()
+
+    def reg(queues: int) -> dict[str, object]:
+        return {"clusterName": "c1", "brokerAddr": "10.0.8.2:10911", "brokerName": "b2",
+                "brokerId": 0, "dataVersion": {"counter": queues, "timestamp": queues},
+                "topicConfigTable": {"T2": {"readQueueNums": queues, "writeQueueNums": queues},
+                                     "Shared": {}}}
+
+    def queues_at(w: WorkerProcess) -> tuple[int, bool]:
+        with urllib.request.urlopen(f"{w.url}/v1/routes/T2", timeout=5) as resp:
+            body = json.loads(resp.read())
+            return body["queueDatas"][0]["readQueueNums"], "X-Nsfleet-Stale" in resp.headers
+
+    try:
+        assert http("POST", f"{b.url}/v1/brokers/register", reg(4))[0] == 200
+        assert queues_at(a) == (4, False)
+        proxy.cut()
+        deadline = time.monotonic() + 10
+        while http("GET", f"{a.url}/readyz")[1].get("stale") is not True:
+            assert time.monotonic() < deadline, "A never noticed the partition"
+            time.sleep(0.05)
+        assert http("POST", f"{b.url}/v1/brokers/register", reg(8))[0] == 200
+        assert queues_at(a) == (4, True)  # A's view, marked
+        proxy.restore()
+        deadline = time.monotonic() + 10
+        while True:
+            queues, stale = queues_at(a)
+            if not stale:  # A knows it reaches Redis: from here on, nothing older than Redis
+                assert queues == 8
+                break
+            assert time.monotonic() < deadline, "A never came back"
+            time.sleep(0.02)
+        for _ in range(50):
+            assert queues_at(a) == (8, False)
+        assert http("POST", f"{b.url}/v1/brokers/register", reg(16))[0] == 200
+        assert queues_at(a) == (16, False)  # A follows the feed again
+    finally:
+        a.stop()
+        b.stop()
+        proxy.stop()
+        server.stop()

@@ -182,3 +182,32 @@ async def test_cluster_url_names_startup_nodes_credentials_and_tls() -> None:
 def test_bad_cluster_urls_are_refused(url: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         connect(url)
+
+
+def test_a_pooled_connection_the_peer_reset_is_retried_under_uvloop(tmp_path: Path) -> None:
+    """uvloop raises RuntimeError (not OSError) when a command is written to a transport the peer
+    has reset; the worker runs on uvloop, so such a connection must count as lost and the
+    command be retried on a new one, not fail with a RuntimeError (seen as a 500 from /readyz
+    after a network partition)."""
+    uvloop = pytest.importorskip("uvloop")
+    from tests.support.tcp_proxy import TcpProxy
+
+    with RedisServer(tmp_path / "r", appendonly=False) as server:
+        proxy = TcpProxy(server.port).start()
+
+        async def scenario() -> None:
+            client = connect(proxy.url)
+            try:
+                await client.set("k", "1")
+                proxy.cut()  # RST on the pooled connection
+                proxy.restore()
+                await asyncio.sleep(0.1)  # uvloop has closed the transport by now
+                assert await client.get("k") == "1"
+            finally:
+                await client.aclose()
+
+        try:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(scenario())
+        finally:
+            proxy.stop()
