@@ -125,6 +125,8 @@ def parse(text: str) -> AccessConfig:
         for i, entry in enumerate(_list(doc, "accounts")):
             where = f"accounts[{i}]"
             ak = _str(entry, "accessKey", where)
+            if not ak.strip():  # an empty AccessKey is how an unsigned client signs
+                raise AccountsFileError(f"{where}.accessKey: must be a non-empty string")
             if ak in accounts:
                 raise AccountsFileError(f"{where}.accessKey: {ak!r} appears twice")
             white = AddressRules(split_rules(entry.get("whiteRemoteAddress"),

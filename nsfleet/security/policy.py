@@ -4,7 +4,9 @@ Decision for a request (enforcing; permissive decides the same, then serves anyw
 
 * a code nsfleet does not serve passes (it is answered REQUEST_CODE_NOT_SUPPORTED, changes
   nothing);
-* no ``AccessKey``: a broker code (:data:`UNSIGNED_BROKER_CODES`) from an address on the global
+* no ``AccessKey``, or an empty or whitespace-only one (the C++ client, librocketmq 2.x, signs
+  every request and sends ``AccessKey: ""`` with ``OnsChannel`` and a Signature keyed with an
+  empty secret when it has no credentials: that is an unsigned request too): a broker code (:data:`UNSIGNED_BROKER_CODES`) from an address on the global
   allowlist or an account's whiteRemoteAddress passes, as does a read code when
   ``anonymous_reads`` is on; anything else: "No accessKey is configured";
 * an ``AccessKey``: the account must exist; from an address on that account's
@@ -61,7 +63,7 @@ def decide(config: AccessConfig, code: int, ext_fields: Mapping[str, str] | None
         return Verdict("-")
     fields = ext_fields or {}
     access_key = fields.get(signature.ACCESS_KEY)
-    if access_key is None:
+    if access_key is None or not access_key.strip():  # absent or empty: unsigned
         if code in UNSIGNED_BROKER_CODES:
             who = config.unsigned_allowed(peer)
             if who is not None:
@@ -84,9 +86,10 @@ def decide(config: AccessConfig, code: int, ext_fields: Mapping[str, str] | None
 
 
 class LogLimiter:
-    """At most one log line per key (client host, reason, code) a minute: a client not yet
-    configured in permissive mode would otherwise log every request it sends. The counter
-    still counts every refusal."""
+    """At most one log line per key (client host, reason, code) a minute, in both modes: a
+    client not yet configured (permissive) or refused (enforcing) would otherwise log every
+    request it sends. Accounts share their reason's limit: two unknown AccessKeys from one host
+    on one code within the minute log one line. The counter still counts every refusal."""
 
     def __init__(self, every: float = 60.0, max_keys: int = 10_000) -> None:
         self.every = every

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from nsfleet.redis_server import RedisServer
 from nsfleet.security.policy import READ_CODES, SERVED_CODES
-from tests.support.acl_signer import java_sign
+from tests.support.acl_signer import cpp_sign, java_sign
 from tests.support.remoting_client import (
     NO_PERMISSION,
     ROCKETMQ,
@@ -270,3 +270,55 @@ async def test_accounts_file_reload_without_restart(enforcing: Worker, acl_file:
         assert (await client.call(signed(100, newcomer))).code == SUCCESS
     finally:
         await client.close()
+
+
+# --- clients that sign with an empty AccessKey (issue 26) ---------------------------------------
+
+def cpp_unsigned(code: int) -> Command:
+    """A request exactly as the C++ client (librocketmq 2.x) sends it without credentials:
+    ``AccessKey: ""``, ``OnsChannel: ALIYUN`` and a Signature keyed with an empty secret."""
+    fields, body = request_for(code)
+    return Command(code, cpp_sign(fields, body), body)
+
+
+async def test_cpp_client_without_credentials_reads_with_anonymous_reads(
+        redis_server: RedisServer, acl_file: Path) -> None:
+    async with running_worker(redis_server.url, acl_mode="enforcing", acl_file=str(acl_file),
+                              acl_anonymous_reads=True) as worker:
+        client = await worker.connect()
+        try:
+            assert (await client.call(signed(103, ADMIN))).code == SUCCESS
+            route = await client.call(cpp_unsigned(105))
+            assert route.code == SUCCESS, route.remark
+            assert b"broker-a" in (route.body or b"")
+            assert (await client.call(cpp_unsigned(106))).code == SUCCESS
+            before = await worker.snapshot()
+            for code in (100, 103, 205, 216, 318):
+                refused = await client.call(cpp_unsigned(code))
+                assert (refused.code, refused.remark) == (
+                    NO_PERMISSION, "No accessKey is configured"), code
+            assert await worker.snapshot() == before  # refused: nothing written
+            blank = cpp_unsigned(100)
+            assert blank.ext_fields is not None
+            blank.ext_fields["AccessKey"] = "  "
+            assert (await client.call(blank)).code == NO_PERMISSION
+        finally:
+            await client.close()
+        assert await denied_count(worker, "unsigned", "false") == 6
+        assert await denied_count(worker, "unknown_account", "false") == 0
+
+
+async def test_permissive_counts_the_empty_key_as_unsigned(redis_server: RedisServer,
+                                                           acl_file: Path) -> None:
+    async with running_worker(redis_server.url, acl_mode="permissive",
+                              acl_file=str(acl_file)) as worker:
+        client = await worker.connect()
+        try:
+            assert (await client.call(cpp_unsigned(105))).code == TOPIC_NOT_EXIST  # served
+            assert (await client.call(cpp_unsigned(100))).code == SUCCESS  # served, counted
+            raw = await client.call(signed(100, None))  # no AccessKey field at all
+            assert raw.code == SUCCESS
+        finally:
+            await client.close()
+        assert await denied_count(worker, "unsigned", "true") == 3
+        assert await denied_count(worker, "unknown_account", "true") == 0

@@ -39,3 +39,25 @@ def java_sign(ext_fields: dict[str, str] | None, body: bytes | None, access_key:
         fields["SecurityToken"] = security_token
     fields["Signature"] = cal_signature(combine_request_content(fields, body), secret_key)
     return fields
+
+
+# The C++ client (rocketmq-client-cpp 2.x, librocketmq; the `rocketmq-client-python` and
+# `rocketmq-python-cvs` packages wrap it): ClientRPCHook::signCommand puts AccessKey and
+# OnsChannel (SessionCredentials' authChannel, "ALIYUN" unless set) into a std::map with the
+# command header's declared fields, concatenates the values in the map's (byte) order, appends
+# the body, signs with spas_sign (Base64 of HmacSHA1 keyed with the secret key), and adds
+# Signature, AccessKey and OnsChannel to the extFields. The hook is installed whether or not
+# credentials were set: without them the AccessKey and the secret are empty strings.
+CPP_AUTH_CHANNEL = "ALIYUN"
+
+
+def cpp_sign(ext_fields: dict[str, str] | None, body: bytes | None, access_key: str = "",
+             secret_key: str = "", auth_channel: str = CPP_AUTH_CHANNEL) -> dict[str, str]:
+    """A copy of ``ext_fields`` (the header's declared fields) as the C++ client sends it; by
+    default as it does without credentials: ``AccessKey: ""``, ``OnsChannel``, and a Signature
+    keyed with an empty secret."""
+    header_map = {**(ext_fields or {}), "AccessKey": access_key, "OnsChannel": auth_channel}
+    total = "".join(header_map[k] for k in sorted(header_map, key=lambda k: k.encode()))
+    signature = cal_signature(total.encode("utf-8") + (body or b""), secret_key)
+    return {**(ext_fields or {}), "Signature": signature, "AccessKey": access_key,
+            "OnsChannel": auth_channel}

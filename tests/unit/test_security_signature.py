@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from nsfleet.security import signature
 from nsfleet.security.accounts import AccountsFileError, Scope, parse
@@ -17,10 +18,17 @@ from nsfleet.security.policy import (
     SERVED_CODES,
     UNSIGNED_BROKER_CODES,
     WRITE_CODES,
+    Mode,
+    RemotingGuard,
     decide,
 )
 from nsfleet.security.reloader import AccessFiles
-from tests.support.acl_signer import cal_signature, combine_request_content, java_sign
+from tests.support.acl_signer import (
+    cal_signature,
+    combine_request_content,
+    cpp_sign,
+    java_sign,
+)
 
 VECTOR = "IUc8rrO/0gDch8CjObLQsW2rsiA="  # AclUtilsTest: HmacSHA1("12345678", "RocketMQ")
 
@@ -207,6 +215,52 @@ def test_unsigned_requests(code: int) -> None:
     assert (anonymous.denied is None) is (code in READ_CODES)
 
 
+def _empty_key_forms(fields: dict[str, str], key: str) -> list[dict[str, str]]:
+    """Every signing form a client sends, with ``key`` (empty or blank) as the AccessKey."""
+    return [
+        cpp_sign(fields, None, key),  # the C++ client without credentials: AccessKey, OnsChannel
+        cpp_sign(fields, None, key, auth_channel=""),
+        java_sign(fields, None, key, ""),  # AclClientRPCHook with empty credentials
+        java_sign(fields, None, key, "", security_token="sts-token"),
+        {**fields, "AccessKey": key},  # no Signature at all
+        {**cpp_sign(fields, None, key), "SecurityToken": ""},
+    ]
+
+
+def test_cpp_client_frame_as_sent_without_credentials() -> None:
+    frame = cpp_sign({"topic": "TopicTest"}, None)
+    assert set(frame) == {"topic", "AccessKey", "OnsChannel", "Signature"}
+    assert frame["AccessKey"] == "" and frame["OnsChannel"] == "ALIYUN"
+    # std::map order: AccessKey, OnsChannel, topic; an HMAC keyed with the empty secret
+    assert frame["Signature"] == cal_signature(b"ALIYUNTopicTest", "")
+    # with credentials the C++ client's signature is the Java one over the same fields
+    signed = cpp_sign({"topic": "TopicTest"}, b"body", "ak", "sk")
+    assert signature.verify(signed, b"body", 479, "sk")
+
+
+@pytest.mark.parametrize("key", ["", " ", "\t \n"])
+@pytest.mark.parametrize("code", sorted(SERVED_CODES))
+def test_empty_access_key_is_unsigned_in_every_signing_form(key: str, code: int) -> None:
+    config = parse(ACCOUNTS)
+    for fields in _empty_key_forms({"topic": "T"}, key):
+        outside = decide(config, code, fields, None, 479, "8.8.8.8:1")
+        assert (outside.principal, outside.denied, outside.reason) == (
+            "-", "No accessKey is configured", "unsigned"), fields
+        anonymous = decide(config, code, fields, None, 479, "8.8.8.8:1", anonymous_reads=True)
+        assert (anonymous.denied is None) is (code in READ_CODES), fields
+        if anonymous.denied is None:
+            assert anonymous.principal == "anonymous"
+        # the unsigned-broker allowlist, global and per account
+        for peer in ("10.10.3.4:1", "192.168.0.5:1"):
+            allowlisted = decide(config, code, fields, None, 479, peer)
+            assert (allowlisted.denied is None) is (code in UNSIGNED_BROKER_CODES), fields
+
+
+def test_blank_access_key_in_the_accounts_file_is_refused() -> None:
+    with pytest.raises(AccountsFileError, match="accessKey"):
+        parse("accounts: [{accessKey: '  ', secretKey: s}]")
+
+
 def test_account_white_address_skips_the_signature_as_java() -> None:
     config = parse(ACCOUNTS)
     fields = {"topic": "T", "AccessKey": "RocketMQ"}  # no Signature at all
@@ -273,3 +327,28 @@ def test_refusal_logs_are_limited_per_client_reason_and_code() -> None:
     assert len(limiter._last) == 1
     always = LogLimiter(every=0.0)
     assert always.allow("a") and always.allow("a")
+
+
+@pytest.mark.parametrize("mode", [Mode.PERMISSIVE, Mode.ENFORCING])
+def test_guard_counts_and_logs_the_empty_key_as_unsigned_in_both_modes(mode: Mode) -> None:
+    config = parse(ACCOUNTS)
+    counted: list[tuple[str, str, bool]] = []
+    guard = RemotingGuard(mode, lambda: config, lambda *a: counted.append(a),
+                          anonymous_reads=True)
+    empty = cpp_sign({"topic": "T"}, None)
+    nobody = java_sign({"topic": "T"}, None, "nobodyAK", "x")
+    with capture_logs() as logs:
+        assert guard.check(105, empty, None, 479, "8.8.8.8:1") == ("anonymous", None)
+        refused = guard.check(100, empty, None, 479, "8.8.8.8:1")
+        assert refused == ("-", "No accessKey is configured" if mode is Mode.ENFORCING else None)
+        # another reason on the same code and host: its own limit, so it is logged too
+        guard.check(100, nobody, None, 479, "8.8.8.8:2")
+        # the same reason, code and host within the minute: counted, not logged
+        guard.check(100, cpp_sign({"topic": "T"}, None, " "), None, 479, "8.8.8.8:3")
+        guard.check(100, java_sign({"topic": "T"}, None, "otherAK", "x"), None, 479, "8.8.8.8:4")
+    served = mode is Mode.PERMISSIVE
+    assert counted == [("remoting", "unsigned", served), ("remoting", "unknown_account", served),
+                       ("remoting", "unsigned", served), ("remoting", "unknown_account", served)]
+    assert [(e["log_level"], e["principal"], e["reason"]) for e in logs] == [
+        ("warning", "-", "No accessKey is configured"),
+        ("warning", "nobodyAK", "No acl config for nobodyAK")]
