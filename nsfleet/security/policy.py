@@ -6,9 +6,10 @@ Decision for a request (enforcing; permissive decides the same, then serves anyw
   nothing);
 * no ``AccessKey``, or an empty or whitespace-only one (the C++ client, librocketmq 2.x, signs
   every request and sends ``AccessKey: ""`` with ``OnsChannel`` and a Signature keyed with an
-  empty secret when it has no credentials: that is an unsigned request too): a broker code (:data:`UNSIGNED_BROKER_CODES`) from an address on the global
-  allowlist or an account's whiteRemoteAddress passes, as does a read code when
-  ``anonymous_reads`` is on; anything else: "No accessKey is configured";
+  empty secret when it has no credentials: that is an unsigned request too): a broker code
+  (:data:`UNSIGNED_BROKER_CODES`) from an address on the global allowlist or an account's
+  whiteRemoteAddress passes, as does a read code when ``anonymous_reads`` is on; anything
+  else: "No accessKey is configured";
 * an ``AccessKey``: the account must exist; from an address on that account's
   whiteRemoteAddress the signature is not checked (as Java's PlainPermissionManager), otherwise
   it must verify; then the account's permission: admin accounts may send every code, ``broker``
