@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import logging.handlers
 import sys
@@ -10,6 +11,16 @@ import structlog
 
 LOG_FILE_BYTES = 50 * 1024 * 1024  # rotate at 50 MiB, keeping 5 older files
 LOG_FILE_BACKUPS = 5
+
+
+class _DeliberateCancellation(logging.Filter):
+    """Drops APScheduler's report of a job cancelled by the scheduler's shutdown: a worker that
+    stops cancels a sweep still running past its grace period (nsfleet.worker), and APScheduler
+    logs every cancellation as 'Job ... raised an exception' with a CancelledError traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("apscheduler") and record.exc_info is not None
+                    and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
 def configure(log_format: str = "console", level: str = "info", log_file: str = "") -> None:
@@ -33,6 +44,7 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         foreign_pre_chain=shared))
+    handler.addFilter(_DeliberateCancellation())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     if log_file:
@@ -42,6 +54,7 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                         structlog.processors.JSONRenderer()],
             foreign_pre_chain=shared))
+        rotating.addFilter(_DeliberateCancellation())
         root.handlers.append(rotating)
     root.setLevel(level.upper())
     # aiohttp logs every request at INFO; our metrics already count them.

