@@ -26,6 +26,21 @@ def _serve(args: argparse.Namespace) -> int:
     from nsfleet.worker import serve
 
     logs.configure(settings.log_format, settings.log_level, settings.log_file)
+    if settings.process_count() > 1:
+        from nsfleet import supervisor
+
+        try:
+            return supervisor.run(settings)
+        except Exception as exc:
+            print(f"nsfleet serve: {exc}", file=sys.stderr)
+            return 1
+    from nsfleet.process_group import ProcessGroup
+
+    group = ProcessGroup.from_environ()  # one of the supervisor's processes
+    if group is not None:
+        import structlog
+
+        structlog.contextvars.bind_contextvars(process=group.index)
     try:
         import uvloop
 
@@ -33,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError:  # uvloop is optional (not on Windows)
         runner = asyncio.run
     try:
-        return runner(serve(settings))
+        return runner(serve(settings, group=group))
     except Exception as exc:
         print(f"nsfleet serve: {exc}", file=sys.stderr)
         return 1

@@ -29,6 +29,7 @@ class Settings:
     remoting_port: int = 9876
     metrics_port: int = 0  # 0: /metrics only on the HTTP port
     advertise_address: str = ""  # empty: the bind address, or the host's primary address
+    processes: str = "1"  # worker processes sharing the ports (SO_REUSEPORT), or "auto"
     namespace: str = "default"
     broker_timeout: float = 120.0  # seconds, for brokers that send no heartbeatTimeoutMillis
     sweep_interval: float = 10.0
@@ -77,8 +78,28 @@ class Settings:
     def effective_data_dir(self) -> str:
         return self.data_dir or default_data_dir()
 
+    def process_count(self) -> int:
+        """``processes`` as a number: ``auto`` is the CPUs this process may use (its affinity,
+        capped by a cgroup CPU quota, as a container's limit)."""
+        if self.processes.strip().lower() == "auto":
+            return usable_cpus()
+        return int(self.processes)
+
     def validate(self) -> Settings:
         validation.namespace(self.namespace, "namespace")
+        if self.processes.strip().lower() != "auto":
+            try:
+                count = int(self.processes)
+            except ValueError:
+                raise validation.ValidationError(
+                    "processes", f"{self.processes!r} is not a number or auto") from None
+            validation.integer(count, "processes", 1, 1024)
+        if self.process_count() > 1:
+            for name in ("http_port", "remoting_port"):
+                if getattr(self, name) == 0:
+                    raise validation.ValidationError(
+                        name.replace("_", "-"), "must be a fixed port with --processes > 1 "
+                        "(every process listens on it)")
         for name in ("http_port", "remoting_port"):
             validation.integer(getattr(self, name), name.replace("_", "-"), 0, 65535)
         validation.integer(self.metrics_port, "metrics-port", 0, 65535)
@@ -164,6 +185,9 @@ HELP = {
                          "the address server (GET /rocketmq/nsaddr) lists for this worker; "
                          "empty: the bind address, or the host's primary address when binding "
                          "0.0.0.0",
+    "processes": "worker processes sharing the HTTP and remoting ports (SO_REUSEPORT) under a "
+                 "supervisor that restarts a crashed one; a number or auto (one per usable "
+                 "CPU); 1 runs the worker in this process",
     "namespace": "route-table namespace in Redis (one RocketMQ deployment)",
     "broker_timeout": "seconds before a silent broker expires, unless it sends its own timeout",
     "sweep_interval": "seconds between expiry sweeps",
@@ -214,6 +238,22 @@ HELP = {
                        "are believed (both ports); empty with --acl-mode off: remoting believes "
                        "any peer's, as Java",
 }
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity mask (taskset, cpusets), capped by a cgroup v2
+    CPU quota (a container's CPU limit), at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS has no affinity mask
+        cpus = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))  # rounded up
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
 
 
 def env_name(field_name: str) -> str:

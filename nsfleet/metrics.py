@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from prometheus_client import (
@@ -124,6 +124,8 @@ class Metrics:
                                 "replayed when the store returned, by result (applied, "
                                 "superseded, failed)", ["result"], registry=r)
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+        # /metrics's body when not this registry's alone (serve --processes: every process's).
+        self.exposition: Callable[[], Awaitable[bytes]] | None = None
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, looked up once per label values: ``labels()`` takes a

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import signal
 import sys
 import time
@@ -28,6 +29,7 @@ from nsfleet.embedded import EmbeddedRedis
 from nsfleet.http.app import STATE_KEY, create_app, metrics_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
+from nsfleet.process_group import ProcessGroup
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import ReloadingContext, TlsAcceptor, TlsFiles, TlsMode
@@ -66,7 +68,11 @@ async def _follow_config(config: NamesrvConfig, changed: asyncio.Event,
             log.warning("config refresh failed", error=str(exc))
 
 
-async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+async def serve(settings: Settings, stop: asyncio.Event | None = None,
+                group: ProcessGroup | None = None) -> int:
+    """Run one worker until ``stop`` (or SIGTERM/SIGINT). ``group``: this is one of the
+    processes of ``serve --processes N`` (nsfleet.supervisor): the ports are bound with
+    SO_REUSEPORT and /metrics answers for every process of the group."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -74,6 +80,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             loop.add_signal_handler(sig, stop.set)
 
     metrics = Metrics()
+    reuse_port = group is not None
+    if group is not None:
+        await group.start(metrics.registry)
+        metrics.exposition = lambda: group.exposition(metrics.registry)
     # First: bad TLS files or a bad accounts file stop the start at once (never half-protected).
     tls = _tls_acceptor(settings, metrics)
     security = build_security(settings, metrics.registry)
@@ -104,6 +114,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         settings.advertise_address, settings.host, settings.remoting_port))
     ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
     app = create_app(ns, scripts_loaded=False, addresses=AddressServer(store, ns.history))
+    if group is not None:  # /readyz says which process answered
+        app[STATE_KEY]["process"] = {"process": group.index, "pid": os.getpid()}
     if security.http_middleware is not None:
         app.middlewares.append(security.http_middleware)  # inside the error middleware
     if security.files is not None:
@@ -117,12 +129,14 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         runners.append(runner)
         if security.http_middleware is None and runner.server is not None:
             answer_cached_routes_first(runner.server, ns)
-        await security.http_site(runner, settings.host, settings.http_port).start()
+        await security.http_site(runner, settings.host, settings.http_port,
+                                 reuse_port=reuse_port).start()
         if settings.metrics_port:
             mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
             await mrunner.setup()
             runners.append(mrunner)
-            await web.TCPSite(mrunner, settings.host, settings.metrics_port).start()
+            await web.TCPSite(mrunner, settings.host, settings.metrics_port,
+                              reuse_port=reuse_port or None).start()
         server_info = await _wait_for_redis(store, config, stop, where=redacted(url),
                                             embedded=embedded is not None,
                                             give_up_after=_redis_wait_bound())
@@ -139,7 +153,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                                   wrap=tls.wrap if tls is not None else None,
                                   guard=security.guard,
                                   trusted_proxies=security.remoting_trusted)
-        await remoting.start(settings.host, settings.remoting_port)
+        await remoting.start(settings.host, settings.remoting_port, reuse_port=reuse_port)
         if tls is not None:
             tasks.append(asyncio.create_task(
                 tls.context.run(settings.tls_reload_interval)))
@@ -186,6 +200,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await client.aclose()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
+        if group is not None:
+            await group.close()
         log.info("nsfleet worker stopped")
     return 0
 

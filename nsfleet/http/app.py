@@ -347,20 +347,24 @@ async def readyz(request: web.Request) -> web.Response:
     ns.metrics.ready.set(0 if reasons else 1)
     if reasons:
         return web.json_response({"code": 503, "error": "; ".join(reasons)}, status=503)
+    # serve --processes N: which process answered ("process" slot and "pid"), each for itself
+    who = state.get("process", {})
     if age is not None:
         # Ready while it can serve: the routes it holds are answered, marked stale.
         left = ns.settings.stale_serve_max - age
-        return ok({"status": "ready", "stale": True, "staleSeconds": round(age, 1),
-                   "staleRoutes": ns.stale_routes,
+        return ok({"status": "ready", **who, "stale": True,
+                   "staleSeconds": round(age, 1), "staleRoutes": ns.stale_routes,
                    "reason": f"{store_error}; serving this worker's last coherent view "
                              f"({ns.stale_routes} routes, {age:.0f} s old) for {left:.0f} s "
                              "more at most"})
-    return ok({"status": "ready"})
+    return ok({"status": "ready", **who})
 
 
 async def metrics(request: web.Request) -> web.Response:
-    registry = _ns(request).metrics.registry
-    return web.Response(body=generate_latest(registry),
+    ns_metrics = _ns(request).metrics
+    body = (generate_latest(ns_metrics.registry) if ns_metrics.exposition is None
+            else await ns_metrics.exposition())  # every process of serve --processes
+    return web.Response(body=body,
                         headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

@@ -254,11 +254,14 @@ class RemotingServer:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> None:
+        """Listen on host:port; ``reuse_port``: with SO_REUSEPORT, beside the other processes
+        of ``serve --processes``."""
         loop = asyncio.get_running_loop()
         wrap = self.wrap or (lambda proto: proto)
         self._server = await loop.create_server(lambda: wrap(RemotingProtocol(self)), host, port,
-                                                backlog=1024, reuse_address=True)
+                                                backlog=1024, reuse_address=True,
+                                                reuse_port=reuse_port or None)
         self._idle_task = asyncio.create_task(self._close_idle())
 
     async def _close_idle(self) -> None:

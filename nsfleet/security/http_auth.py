@@ -172,8 +172,8 @@ class ProxiedTCPSite(web.TCPSite):
     """A TCPSite whose connections pass through :class:`ProxiedProtocol`."""
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int,
-                 trusted: AddressRules) -> None:
-        super().__init__(runner, host, port)
+                 trusted: AddressRules, *, reuse_port: bool = False) -> None:
+        super().__init__(runner, host, port, reuse_port=reuse_port or None)
         self._trusted = trusted
 
     async def start(self) -> None:
@@ -183,4 +183,4 @@ class ProxiedTCPSite(web.TCPSite):
         trusted = self._trusted
         self._server = await asyncio.get_running_loop().create_server(
             lambda: ProxiedProtocol(server(), trusted), self._host, self._port,
-            backlog=self._backlog, reuse_address=True)
+            backlog=self._backlog, reuse_address=True, reuse_port=self._reuse_port)

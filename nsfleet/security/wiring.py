@@ -32,10 +32,11 @@ class Security:
     remoting_trusted: AddressRules | None  # None: PROXY headers believed from anyone (Java)
     http_trusted: AddressRules | None  # None: no PROXY protocol on HTTP
 
-    def http_site(self, runner: web.BaseRunner, host: str, port: int) -> web.BaseSite:
+    def http_site(self, runner: web.BaseRunner, host: str, port: int, *,
+                  reuse_port: bool = False) -> web.BaseSite:
         if self.http_trusted is not None:
-            return ProxiedTCPSite(runner, host, port, self.http_trusted)
-        return web.TCPSite(runner, host, port)
+            return ProxiedTCPSite(runner, host, port, self.http_trusted, reuse_port=reuse_port)
+        return web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
 
 
 def build(settings: Settings, registry: CollectorRegistry) -> Security:
