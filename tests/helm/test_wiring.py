@@ -79,6 +79,12 @@ def test_servicemonitor_scrapes_the_metrics_service_port(render) -> None:
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
+@pytest.mark.parametrize("processes,env", [(1, None), (4, "4"), ("auto", "auto")])
+def test_processes_per_pod(render, processes: object, env: str | None) -> None:
+    cfg = render(merge(MINIMAL, {"processes": processes})).config
+    assert cfg.get("NSFLEET_PROCESSES") == env  # one process per pod by default
+
+
 def test_config_map_carries_every_setting(render) -> None:
     cfg = render(MINIMAL).config
     assert cfg == {
