@@ -50,16 +50,18 @@ def start_group(redis_url: str, processes: int, log: Path) -> tuple[subprocess.P
     proc = subprocess.Popen([sys.executable, "-m", "nsfleet", "serve"], env=env,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
+    answered: set[object] = set()  # each process binds the port once it is ready
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(log.read_text()[-3000:])
-        if len(workers(proc)) == max(processes, 1) or processes == 1:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/readyz", timeout=1):
-                    return proc, http_port, remoting_port
-            except OSError:
-                pass
-        time.sleep(0.1)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/readyz",
+                                        timeout=1) as resp:
+                answered.add(json.loads(resp.read()).get("pid"))
+            if len(answered) == processes:
+                return proc, http_port, remoting_port
+        except OSError:
+            time.sleep(0.1)
     proc.kill()
     raise RuntimeError(log.read_text()[-3000:])
 

@@ -129,14 +129,21 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
         runners.append(runner)
         if security.http_middleware is None and runner.server is not None:
             answer_cached_routes_first(runner.server, ns)
-        await security.http_site(runner, settings.host, settings.http_port,
-                                 reuse_port=reuse_port).start()
-        if settings.metrics_port:
-            mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
-            await mrunner.setup()
-            runners.append(mrunner)
-            await web.TCPSite(mrunner, settings.host, settings.metrics_port,
-                              reuse_port=reuse_port or None).start()
+
+        async def listen_http() -> None:
+            await security.http_site(runner, settings.host, settings.http_port,
+                                     reuse_port=reuse_port).start()
+            if settings.metrics_port:
+                mrunner = web.AppRunner(metrics_app(ns), handle_signals=False, access_log=None)
+                await mrunner.setup()
+                runners.append(mrunner)
+                await web.TCPSite(mrunner, settings.host, settings.metrics_port,
+                                  reuse_port=reuse_port or None).start()
+
+        # A process of serve --processes binds its HTTP port once ready instead: the kernel
+        # hands a bound process new connections at once, and its siblings answer meanwhile.
+        if group is None:
+            await listen_http()
         server_info = await _wait_for_redis(store, config, stop, where=redacted(url),
                                             embedded=embedded is not None,
                                             give_up_after=_redis_wait_bound())
@@ -159,6 +166,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
                 tls.context.run(settings.tls_reload_interval)))
         # Ready once the remoting port accepts too: brokers and clients connect there first.
         app[STATE_KEY]["scripts_loaded"] = True
+        if group is not None:
+            await listen_http()
         metrics.store_up.set(1)
         metrics.ready.set(1)
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
