@@ -50,16 +50,20 @@ class Group:
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         answered: set[object] = set()  # each process binds the port once it is ready
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                body = self.ready()
-                answered.add(body.get("pid"))
-                if len(answered) == self.processes:
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise TimeoutError(self.log.read_text()[-3000:])
+        try:
+            while time.monotonic() < deadline:
+                assert self.proc.poll() is None, self.log.read_text()[-3000:]
+                try:
+                    answered.add(self.ready().get("pid"))
+                    if len(answered) == self.processes:
+                        return self
+                except OSError:
+                    time.sleep(0.05)
+            raise TimeoutError(self.log.read_text()[-3000:])
+        except BaseException:
+            self.proc.kill()  # never left behind (its processes get SIGTERM from the kernel)
+            self.proc.wait()
+            raise
 
     def workers(self) -> list[psutil.Process]:
         assert self.proc is not None
