@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+import structlog
 
 from nsfleet import logs, worker
 from nsfleet.metrics import Metrics
@@ -62,7 +63,10 @@ async def test_a_sweep_past_its_grace_is_cancelled_without_a_traceback(
         blocked_sweeper: Any, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     sweeper, runs, _release, finished = blocked_sweeper
+    saved, root = structlog.get_config(), logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
     logs.configure("console", "info")
+    structlog.configure(cache_logger_on_first_use=False)  # nothing cached past this test
     try:
         monkeypatch.setattr(worker, "SWEEP_STOP_SECONDS", 0.05)
         await worker._stop_sweeper(sweeper, runs)
@@ -75,5 +79,8 @@ async def test_a_sweep_past_its_grace_is_cancelled_without_a_traceback(
         logging.getLogger("apscheduler.executors.default").error("boom", exc_info=(
             ValueError, ValueError("x"), None))
         assert "boom" in capsys.readouterr().err
-    finally:
-        logging.getLogger().handlers.clear()
+    finally:  # the suite's structlog and logging set-up back, whole
+        structlog.reset_defaults()
+        structlog.configure(**saved)
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
