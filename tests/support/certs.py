@@ -33,6 +33,13 @@ class Authority:
                      .not_valid_before(now - datetime.timedelta(minutes=5))
                      .not_valid_after(now + datetime.timedelta(days=1))
                      .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+                     .add_extension(x509.KeyUsage(
+                         digital_signature=False, content_commitment=False,
+                         key_encipherment=False, data_encipherment=False, key_agreement=False,
+                         key_cert_sign=True, crl_sign=True, encipher_only=False,
+                         decipher_only=False), True)
+                     .add_extension(x509.SubjectKeyIdentifier.from_public_key(
+                         self.key.public_key()), False)
                      .sign(self.key, hashes.SHA256()))
         self.cert_file = directory / f"{name}-ca.pem"
         self.cert_file.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
@@ -47,7 +54,13 @@ class Authority:
                    .serial_number(x509.random_serial_number())
                    .not_valid_before(now - datetime.timedelta(minutes=5))
                    .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.ExtendedKeyUsage([usage]), False))
+                   .add_extension(x509.ExtendedKeyUsage([usage]), False)
+                   # Python 3.13's default contexts verify strictly (VERIFY_X509_STRICT): a
+                   # certificate must name the key that signed it.
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                       self.key.public_key()), False)
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                                  False))
         if server:
             builder = builder.add_extension(x509.SubjectAlternativeName(
                 [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
