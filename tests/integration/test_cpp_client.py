@@ -1,10 +1,10 @@
 """Issue 23: a real RocketMQ client finds the fleet through the address server. The C++ 2.x client
-from PyPI (``rocketmq-python-cvs``, librocketmq bundled; not a wheel, so installed by hand:
-``.venv/bin/pip install rocketmq-python-cvs``) is given only a name-server domain,
+from PyPI (``rocketmq-python-cvs``, librocketmq bundled; the test extra installs it on Linux
+x86_64) is given only a name-server domain,
 ``set_namesrv_domain("http://127.0.0.1:PORT/rocketmq/nsaddr")``; it fetches the NameServer list
 there (it does so only when ``$HOME/logs/rocketmq-cpp/snapshot`` exists), reads the topic's route
 from a worker and sends a message to the broker the route names (a stand-in that answers
-SEND_MESSAGE). Skipped when the client cannot be imported."""
+SEND_MESSAGE). Skipped where the client cannot be imported (tests/support/cpp_client.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pytest
 
 from nsfleet.redis_server import RedisServer, free_port
 from nsfleet.remoting.codec import FrameDecoder, encode_frame, make_response
+from tests.support.cpp_client import missing
 from tests.support.fleet import Fleet
 
 pytestmark = pytest.mark.redis
@@ -91,7 +92,7 @@ def broker() -> Iterator[StandInBroker]:
 def test_the_cpp_client_finds_the_fleet_by_its_name_server_domain(
         redis_server: RedisServer, broker: StandInBroker, tmp_path: Path) -> None:
     if not _client_importable():
-        pytest.skip("the RocketMQ C++ client (pip install rocketmq-python-cvs) is not installed")
+        missing("the RocketMQ C++ client (pip install rocketmq-python-cvs) is not installed")
     with Fleet(redis_server.url, workers=2) as fleet:
         fleet.post("/v1/brokers/register", {
             "clusterName": "c1", "brokerName": "broker-a", "brokerId": 0,

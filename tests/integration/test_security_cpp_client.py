@@ -19,6 +19,7 @@ import pytest
 
 from nsfleet.redis_server import RedisServer
 from tests.support.acl_signer import java_sign
+from tests.support.cpp_client import missing
 from tests.support.remoting_client import (
     SUCCESS,
     Broker,
@@ -73,7 +74,7 @@ def cpp_route(worker: Worker, topic: str, tmp: Path, *creds: str) -> tuple[int, 
     except subprocess.TimeoutExpired:
         pytest.fail("the C++ client hung")
     if out.startswith("UNAVAILABLE"):
-        pytest.skip(f"the C++ client (rocketmq-python-cvs) cannot be loaded here: {out}")
+        missing(f"the C++ client (rocketmq-python-cvs) cannot be loaded here: {out}")
     found = re.search(r"RESULT (-?\d+) (\d+)", out)
     assert found, out
     return int(found.group(1)), int(found.group(2))
@@ -92,7 +93,7 @@ def _has_client() -> None:
     import importlib.util
 
     if importlib.util.find_spec("rocketmq") is None:
-        pytest.skip("the C++ client (rocketmq-python-cvs) is not installed")
+        missing("the C++ client (rocketmq-python-cvs) is not installed")
 
 
 @pytest.mark.parametrize("mode", ["enforcing", "permissive"])
