@@ -133,7 +133,7 @@ def test_serve_with_embedded_redis_cleans_up(tmp_path: Path) -> None:
     worker.start()
     assert worker.process is not None
     children = psutil.Process(worker.process.pid).children(recursive=True)
-    assert any("redis-server" in p.name() for p in children)
+    assert any(p.name() in ("redis-server", "valkey-server") for p in children)
     assert http("GET", f"{worker.url}/readyz")[0] == 200
     assert http("PUT", f"{worker.url}/v1/kv/ns/k", {"value": "v"})[0] == 200
     # `nsfleet analytics` with no --redis-url finds this Redis through the data directory.
@@ -143,7 +143,9 @@ def test_serve_with_embedded_redis_cleans_up(tmp_path: Path) -> None:
     assert running_url(tmp_path / "data") is None
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, alive
-    assert (tmp_path / "data" / "appendonly.aof").exists()
+    # Redis 6.2 writes appendonly.aof; Redis 7+ and Valkey a multi-part appendonlydir/.
+    assert ((tmp_path / "data" / "appendonly.aof").exists()
+            or any((tmp_path / "data" / "appendonlydir").glob("*.aof")))
     # KV config survives a restart (AOF).
     again = WorkerProcess({"NSFLEET_DATA_DIR": str(tmp_path / "data"), "NSFLEET_REDIS_URL": ""},
                           tmp_path / "embedded2.log").start()
