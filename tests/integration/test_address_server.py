@@ -17,7 +17,7 @@ from nsfleet.cli import main
 from nsfleet.redis_server import RedisServer
 from nsfleet.service.presence import TTL_MS
 from tests.support.fleet import wait_until
-from tests.support.workers import WorkerProcess
+from tests.support.workers import WorkerProcess, started
 from tests.support.workers import request as http
 
 pytestmark = pytest.mark.redis
@@ -68,13 +68,8 @@ def fleet(redis_server: RedisServer, tmp_path: Path,
     namespace = "addr-" + request.node.name.replace("_", "-")[:40]
     env = {"NSFLEET_REDIS_URL": redis_server.url, "NSFLEET_NAMESPACE": namespace,
            "NSFLEET_DRAIN_TIMEOUT": "1"}
-    workers = [WorkerProcess(env, tmp_path / f"worker{i}.log") for i in range(3)]
-    for w in workers:
-        w.start()
-    yield workers
-    for w in workers:
-        if w.process is not None and w.process.poll() is None:
-            w.stop()
+    with started(env, tmp_path) as workers:
+        yield workers
 
 
 def remoting_addrs(workers: list[WorkerProcess]) -> set[str]:

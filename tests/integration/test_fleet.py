@@ -15,7 +15,7 @@ import redis
 
 from nsfleet.embedded import running_url
 from nsfleet.redis_server import RedisServer
-from tests.support.workers import WorkerProcess
+from tests.support.workers import WorkerProcess, started
 from tests.support.workers import request as http
 
 pytestmark = pytest.mark.redis
@@ -33,13 +33,8 @@ def fleet(redis_server: RedisServer, tmp_path: Path,
     namespace = "fleet-" + request.node.name.replace("_", "-")[:40]
     env = {"NSFLEET_REDIS_URL": redis_server.url, "NSFLEET_NAMESPACE": namespace,
            "NSFLEET_SWEEP_INTERVAL": "1", "NSFLEET_DRAIN_TIMEOUT": "2"}
-    workers = [WorkerProcess(env, tmp_path / f"worker{i}.log") for i in range(3)]
-    for w in workers:
-        w.start()
-    yield workers
-    for w in workers:
-        if w.process is not None and w.process.poll() is None:
-            w.stop()
+    with started(env, tmp_path) as workers:
+        yield workers
 
 
 def test_every_worker_answers_the_same_at_once(fleet: list[WorkerProcess]) -> None:

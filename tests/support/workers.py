@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,21 @@ class WorkerProcess:
         if self.process.poll() is None:
             self.process.send_signal(sig)
         return self.process.wait(timeout)
+
+
+@contextlib.contextmanager
+def started(env: dict[str, str], log_dir: Path, count: int = 3) -> Iterator[list[WorkerProcess]]:
+    """``count`` workers with ``env``, each ready; afterwards every one still running is
+    stopped."""
+    workers = [WorkerProcess(env, log_dir / f"worker{i}.log") for i in range(count)]
+    try:
+        for w in workers:
+            w.start()
+        yield workers
+    finally:
+        for w in workers:
+            if w.process is not None and w.process.poll() is None:
+                w.stop()
 
 
 def request(method: str, url: str, body: Any = None, timeout: float = 5.0) -> tuple[int, Any]:
