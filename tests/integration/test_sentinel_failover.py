@@ -151,7 +151,7 @@ def test_workers_follow_the_promoted_replica(
         master.start()
         old = redis.Redis(port=master.port, decode_responses=True)
         # Sentinel waits a few publish periods (~8 s) before it reconfigures a returning master;
-    # on a loaded 2-core CI machine it once took longer than 40 s.
+        # on a loaded 2-core CI machine it once took longer than 40 s.
         wait_for(lambda: old.info("replication")["role"] == "slave", 90.0, "old master demoted")
         old.close()
         assert http("POST", f"{b.url}/v1/brokers/register", broker(200))[0] == 200
