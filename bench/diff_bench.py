@@ -27,7 +27,7 @@ from nsfleet.admin.diff import run_diff
 from nsfleet.admin.name_service import open_name_service
 from nsfleet.client.remoting import NamesrvClient
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.codec import RequestCode
+from nsfleet.wire.codec import RequestCode
 
 SEQUENTIAL_SAMPLE = 300  # routes read one connection each, to extrapolate
 

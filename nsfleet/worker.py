@@ -26,7 +26,7 @@ from redis.exceptions import AuthenticationError, RedisClusterException, RedisEr
 
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
 from nsfleet.embedded import EmbeddedRedis
-from nsfleet.http.app import STATE_KEY, create_app, metrics_app
+from nsfleet.http.app import STATE_KEY, HttpOptions, create_app, metrics_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
 from nsfleet.process_group import ProcessGroup
@@ -112,8 +112,12 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
         "scanNotActiveBrokerInterval": str(round(settings.sweep_interval * 1000))})
     presence = WorkerPresence(store, advertise=advertise_address(
         settings.advertise_address, settings.host, settings.remoting_port))
-    ns = NameServer(settings, store, cache, config, metrics, worker_id=presence.worker_id)
-    app = create_app(ns, scripts_loaded=False, addresses=AddressServer(store, ns.history))
+    ns = NameServer(store, cache, config, metrics, broker_timeout=settings.broker_timeout,
+                    worker_id=presence.worker_id)
+    options = HttpOptions(max_body_size=settings.max_body_size,
+                          long_poll_max=settings.long_poll_max, ui=settings.ui)
+    app = create_app(ns, options=options, scripts_loaded=False,
+                     addresses=AddressServer(store, ns.history))
     if group is not None:  # /readyz says which process answered
         app[STATE_KEY]["process"] = {"process": group.index, "pid": os.getpid()}
     if security.http_middleware is not None:

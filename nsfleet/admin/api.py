@@ -10,8 +10,8 @@ from typing import Any
 from nsfleet.client.http import ApiError, FleetHttp, path
 from nsfleet.client.remoting import NamesrvClient, RemotingError
 from nsfleet.domain.java_properties import format_properties, parse_properties
-from nsfleet.remoting.codec import RequestCode
-from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.wire.codec import RequestCode
+from nsfleet.wire.fastjson import loads_lenient
 
 
 class HttpApi:

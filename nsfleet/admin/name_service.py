@@ -18,8 +18,8 @@ from nsfleet.client.http import ApiError, FleetHttp, path
 from nsfleet.client.pipeline import PipelinedNamesrv
 from nsfleet.client.remoting import RemotingError
 from nsfleet.domain.java_properties import parse_properties
-from nsfleet.remoting.codec import RequestCode
-from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.wire.codec import RequestCode
+from nsfleet.wire.fastjson import loads_lenient
 
 TOPIC_NOT_EXIST = 17
 QUERY_NOT_FOUND = 22

@@ -11,7 +11,8 @@ import ssl
 from collections.abc import Sequence
 
 from nsfleet.client.http import ApiError
-from nsfleet.remoting.codec import (
+from nsfleet.wire import signature
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
@@ -19,7 +20,6 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.security import signature
 
 _opaque = itertools.count(1)
 

@@ -28,7 +28,8 @@ from collections.abc import Iterable, Sequence
 from nsfleet.client.broker_agent import AgentStats, BrokerIdentity, topic_config_json
 from nsfleet.client.remoting import RemotingError, RemotingUnavailable, parse_addrs
 from nsfleet.domain.model import DataVersion, TopicConfig
-from nsfleet.remoting.codec import (
+from nsfleet.wire import signature
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
@@ -37,7 +38,6 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.security import signature
 
 log = logging.getLogger(__name__)
 _opaque = itertools.count(1)

@@ -15,8 +15,8 @@ from typing import Any
 
 import structlog
 
+from nsfleet.domain.audit import audit, client_account, client_address
 from nsfleet.metrics import Metrics
-from nsfleet.service.audit import audit, client_account, client_address
 from nsfleet.store.history import Change, ChangeHistory, RecordedChange
 
 log = structlog.get_logger(__name__)

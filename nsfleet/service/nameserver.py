@@ -21,8 +21,8 @@ from typing import TypeVar
 
 import structlog
 
-from nsfleet.config import Settings
 from nsfleet.domain import validation
+from nsfleet.domain.audit import audit
 from nsfleet.domain.errors import (
     ConfigUnparsable,
     FeatureDisabled,
@@ -45,7 +45,6 @@ from nsfleet.domain.model import (
 )
 from nsfleet.metrics import Metrics
 from nsfleet.service.acting_master import apply_acting_master
-from nsfleet.service.audit import audit
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.namesrv_config import NamesrvConfig
 from nsfleet.service.outage import BrokerBacklog, Remembered
@@ -95,9 +94,11 @@ class RouteAnswer:
 
 
 class NameServer:
-    def __init__(self, settings: Settings, store: RouteStore, cache: RouteCache,
-                 config: NamesrvConfig, metrics: Metrics, *, worker_id: str | None = None) -> None:
-        self.settings = settings
+    def __init__(self, store: RouteStore, cache: RouteCache, config: NamesrvConfig,
+                 metrics: Metrics, *, broker_timeout: float = 120.0,
+                 worker_id: str | None = None) -> None:
+        # Seconds before a silent broker expires, for brokers that send no heartbeatTimeoutMillis.
+        self.broker_timeout = broker_timeout
         self._store = store
         self._cache = cache
         self.config = config
@@ -138,7 +139,7 @@ class NameServer:
         as Java's empty RegisterBrokerResult does, with the ORDER_TOPIC_CONFIG table still
         attached. Topics that cannot be stored are dropped alone, logged once and counted."""
         if reg.heartbeat_timeout_millis is None:
-            reg.heartbeat_timeout_millis = int(self.settings.broker_timeout * 1000)
+            reg.heartbeat_timeout_millis = int(self.broker_timeout * 1000)
         return_kv = self.config.flag("returnOrderTopicConfigToBroker")
         try:
             result = await self._written(self._store.register_broker(
@@ -253,7 +254,7 @@ class NameServer:
         try:
             alive = await self._store.heartbeat(cluster, addr)
         except StoreUnavailable:
-            self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
+            self._backlog.heartbeat(cluster, addr, self.broker_timeout)
             raise
         self._cache.store_answered()
         return alive
@@ -269,7 +270,7 @@ class NameServer:
             changed, stored = await self._store.query_data_version(cluster, addr,
                                                                    dv or DataVersion())
         except StoreUnavailable:
-            self._backlog.heartbeat(cluster, addr, self.settings.broker_timeout)
+            self._backlog.heartbeat(cluster, addr, self.broker_timeout)
             raise
         self._cache.store_answered()
         return changed or dv is None, stored
@@ -313,6 +314,11 @@ class NameServer:
         """Seconds this worker has been answering from a stale view (the store is away), or
         None while its view is coherent."""
         return self._cache.stale_age()
+
+    @property
+    def stale_serve_max(self) -> float:
+        """How long, in seconds, a stale view may be served (--stale-serve-max)."""
+        return self._cache.stale_serve_max
 
     @property
     def stale_routes(self) -> int:

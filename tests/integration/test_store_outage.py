@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.config import Settings
 from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
@@ -53,7 +52,7 @@ class Worker:
         self.store = RouteStore(self.client, NS)
         self.metrics = Metrics()
         self.cache = RouteCache(self.store, self.metrics, stale_serve_max=stale_serve_max)
-        self.ns = NameServer(Settings(), self.store, self.cache, NamesrvConfig(self.store),
+        self.ns = NameServer(self.store, self.cache, NamesrvConfig(self.store),
                              self.metrics)
 
     async def start(self) -> Worker:

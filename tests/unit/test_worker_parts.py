@@ -11,7 +11,6 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet import cli, config
-from nsfleet.config import Settings
 from nsfleet.domain.errors import ConfigBlacklisted, ValidationError
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
@@ -215,7 +214,7 @@ async def test_a_worker_reads_its_own_writes_at_once(store: RouteStore) -> None:
     metrics = Metrics()
     cache = RouteCache(store, metrics)
     config = NamesrvConfig(store)
-    ns = NameServer(Settings(), store, cache, config, metrics)
+    ns = NameServer(store, cache, config, metrics)
     await cache.start()
     try:
         await _settled(cache)
