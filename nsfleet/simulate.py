@@ -39,12 +39,11 @@ from rich.progress import (
 
 from nsfleet.client.broker_agent import BrokerAgent
 from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
-from nsfleet.client.http import DEFAULT_SERVER
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
 from nsfleet.client.remoting import client_tls_context, parse_addrs
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.simulate_plan import Plan, make_plan
 
-SERVER_ENV = "NSFLEET_SERVER"
 START_CONCURRENCY = 32  # registrations in flight while starting
 REFRESH = 0.2  # seconds between display updates
 Agent = BrokerAgent | RemotingBrokerAgent

@@ -30,10 +30,9 @@ from nsfleet.client.credentials import (
     TOKEN_ENV,
     read_secret,
 )
-from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, ApiError, FleetHttp, FleetUnavailable
 from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable, client_tls_context
 
-SERVER_ENV = "NSFLEET_SERVER"
 DESCRIPTION = """\
 mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
 the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java

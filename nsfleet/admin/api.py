@@ -9,6 +9,7 @@ from typing import Any
 
 from nsfleet.client.http import ApiError, FleetHttp, path
 from nsfleet.client.remoting import NamesrvClient, RemotingError
+from nsfleet.domain.errors import ResponseCode
 from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.wire.codec import RequestCode
 from nsfleet.wire.fastjson import loads_lenient
@@ -111,7 +112,7 @@ class RemotingApi:
     async def route(self, topic: str) -> dict[str, Any]:
         resp = await self.client.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
         if resp.code != 0:
-            raise ApiError(404 if resp.code == 17 else 0, resp.code,
+            raise ApiError(404 if resp.code == ResponseCode.TOPIC_NOT_EXIST else 0, resp.code,
                            (resp.remark or "").split("\n")[0])
         return json.loads(resp.body or b"{}")
 
@@ -138,7 +139,8 @@ class RemotingApi:
         resp = await self.client.call(RequestCode.GET_KV_CONFIG,
                                       {"namespace": namespace, "key": key})
         if resp.code != 0:
-            raise ApiError(404 if resp.code == 22 else 0, resp.code, resp.remark or "")
+            raise ApiError(404 if resp.code == ResponseCode.QUERY_NOT_FOUND else 0, resp.code,
+                           resp.remark or "")
         return {"value": (resp.ext_fields or {}).get("value")}
 
     async def kv_put(self, namespace: str, key: str, value: str) -> dict[str, Any]:
@@ -154,7 +156,8 @@ class RemotingApi:
         resp = await self.client.call(RequestCode.GET_KVLIST_BY_NAMESPACE,
                                       {"namespace": namespace})
         if resp.code != 0:
-            raise ApiError(404 if resp.code == 22 else 0, resp.code, resp.remark or "")
+            raise ApiError(404 if resp.code == ResponseCode.QUERY_NOT_FOUND else 0, resp.code,
+                           resp.remark or "")
         return {"table": loads_lenient(resp.body or b"{}").get("table") or {}}
 
     async def config_get(self) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from rich.text import Text
 from nsfleet.admin.name_service import NameService, open_name_service
 from nsfleet.admin.snapshot import (
     ANSWER_CONFIG,
-    ORDER_TOPIC_CONFIG,
     Difference,
     compare,
     read_snapshot,
@@ -39,6 +38,7 @@ from nsfleet.admin.snapshot import (
 from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
 from nsfleet.client.http import ApiError, FleetUnavailable
 from nsfleet.client.remoting import RemotingUnavailable, client_tls_context
+from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
 DEFAULT_SETTLE = 5.0
 DEFAULT_TIMEOUT = 10.0
