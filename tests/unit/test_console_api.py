@@ -109,7 +109,7 @@ async def test_changes_record_what_changed_with_time_and_worker(client: TestClie
 async def test_a_failed_history_write_never_fails_the_request(client: TestClient,
                                                               ns: NameServer,
                                                               monkeypatch: Any) -> None:
-    async def unavailable(changes: list[Change]) -> None:
+    async def unavailable(changes: list[HistoryEntry]) -> None:
         raise StoreUnavailable("history down")
 
     monkeypatch.setattr(ns._store.history, "append", unavailable)
