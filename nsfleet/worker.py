@@ -37,6 +37,7 @@ from nsfleet.security.wiring import build as build_security
 from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS, NamesrvConfig
+from nsfleet.service.outage import StoreOutage
 from nsfleet.service.presence import WorkerPresence, advertise_address
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
@@ -104,8 +105,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
                        on_script=lambda name, secs: metrics.lua_latency.labels(name).observe(secs),
                        replica_acks=settings.min_replica_acks,
                        replica_ack_timeout_ms=int(settings.replica_ack_timeout * 1000))
-    cache = RouteCache(store, metrics, enabled=settings.route_cache,
-                       stale_serve_max=settings.stale_serve_max)
+    outage = StoreOutage(metrics, stale_serve_max=settings.stale_serve_max)
+    cache = RouteCache(store, metrics, enabled=settings.route_cache, outage=outage)
     # The worker's own values: its sweep period is what scanNotActiveBrokerInterval means.
     config = NamesrvConfig(store, static={
         "listenPort": str(settings.remoting_port), "bindAddress": settings.host,
@@ -177,7 +178,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
         sweeper = Sweeper(store, metrics, interval=settings.sweep_interval,
                           guard_share=settings.expiry_guard_share,
                           guard_max_hold=settings.expiry_guard_max_hold,
-                          outage=cache.outage)
+                          outage=outage.clock)
         sweeper.start()
         sweep_runs = _SweepRuns(sweeper)
         # What start-up built (modules, the apps, their tables) lives as long as the worker: out

@@ -28,7 +28,6 @@ from nsfleet.domain.errors import (
     FeatureDisabled,
     KvKeyMissing,
     KvNotFound,
-    NameServerError,
     NotReady,
     StoreUnavailable,
     TopicRouteNotFound,
@@ -47,7 +46,7 @@ from nsfleet.metrics import Metrics
 from nsfleet.service.acting_master import apply_acting_master
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.namesrv_config import NamesrvConfig
-from nsfleet.service.outage import BrokerBacklog, Remembered
+from nsfleet.service.outage import could_be_live
 from nsfleet.service.route_cache import Entry, RouteCache
 from nsfleet.service.topic_summary import TopicSummary
 from nsfleet.store import RouteStore
@@ -111,11 +110,12 @@ class NameServer:
         self.history = ChangeRecorder(store.history, metrics)
         self._topic_summary = TopicSummary(store)
         self._dropped_logged: set[tuple[str, str, str]] = set()
-        self._backlog = BrokerBacklog()
-        cache.on_store_back.append(self.replay_backlog)
+        self._outage = cache.outage
+        # What brokers sent during an outage is registered again, as they sent it, on return.
+        self._outage.replay_into(store, self._register_replayed)
         # orderMessageEnable or supportActingMaster change what routes answer: watchers look
         # again once the new config is read (the cache is keyed by what the config selects).
-        config.on_change.append(cache.wake_watchers)
+        config.on_change.append(cache.watchers.wake_all)
 
     async def _written(self, write: Awaitable[T]) -> T:
         """Run a write, then wait until this worker's cache has applied every change it
@@ -148,8 +148,9 @@ class NameServer:
                                       and not reg.topic_queue_mappings),
                 return_order_conf=return_kv, connection=connection))
         except StoreUnavailable:  # answered as an error, replayed when the store is back
-            if _could_be_live(reg.cluster, reg.addr):
-                self._backlog.registration(reg, connection, reg.heartbeat_timeout_millis / 1000)
+            if could_be_live(reg.cluster, reg.addr):
+                self._outage.backlog.registration(reg, connection,
+                                                  reg.heartbeat_timeout_millis / 1000)
             raise
         if result.fenced and return_kv:
             result.kv_table = await self._store.kv_list(ORDER_TOPIC_CONFIG)
@@ -196,7 +197,7 @@ class NameServer:
             outcome = await self._written(self._store.unregister_broker(
                 cluster, addr, name, closed_connection=connection))
         except StoreUnavailable:  # its replayed registration must not keep it open
-            self._backlog.connection_closed(cluster, addr, connection)
+            self._outage.backlog.connection_closed(cluster, addr, connection)
             raise
         if outcome != -1:
             await self.history.record(
@@ -204,42 +205,8 @@ class NameServer:
                 broker_addr=addr, broker_name=name, group_removed=outcome == 1)
         return outcome != -1
 
-    async def replay_backlog(self) -> None:
-        """Apply what brokers sent this worker while the store was away (called once it is
-        back, before reads go on). A registration is written only when the store holds an
-        older DataVersion for the broker (or none): a newer one that reached the store another
-        way is never overwritten; either way the broker's deadline is refreshed, since it was
-        alive within its timeout. A heartbeat refreshes the deadline (and revives a broker
-        past it that the sweep has not removed, as Java keeps it)."""
-        items = self._backlog.take()
-        for item in items:
-            try:
-                await self._replay(item)
-            except StoreUnavailable:  # away again: keep the rest for its return
-                self.metrics.replayed.labels("failed").inc()
-                for rest in items[items.index(item):]:
-                    self._backlog.restore(rest)
-                raise
-            except NameServerError as exc:
-                self.metrics.replayed.labels("failed").inc()
-                log.warning("replay after the outage failed", cluster=item.cluster,
-                            broker_addr=item.addr, error=exc.remark)
-        if items:
-            log.info("replayed what brokers sent during the store outage", brokers=len(items))
-
-    async def _replay(self, item: Remembered) -> None:
-        reg = item.registration
-        if reg is None:
-            alive = await self._store.heartbeat(item.cluster, item.addr)
-            self.metrics.replayed.labels("applied" if alive else "superseded").inc()
-            return
-        changed, stored = await self._store.query_data_version(item.cluster, item.addr,
-                                                               reg.data_version)
-        if stored is not None and (not changed or _newer_or_same(stored, reg.data_version)):
-            self.metrics.replayed.labels("superseded" if changed else "applied").inc()
-            return
-        await self.register_broker(reg, connection=item.connection)
-        self.metrics.replayed.labels("applied").inc()
+    async def _register_replayed(self, reg: BrokerRegistration, connection: str | None) -> None:
+        await self.register_broker(reg, connection=connection)
 
     def on_broker_expired(self, callback: Callable[[str, str], None]) -> None:
         """Call ``callback(cluster, addr)`` for every broker the sweep expires, on any worker."""
@@ -248,13 +215,13 @@ class NameServer:
     async def heartbeat(self, cluster: str | None, addr: str | None) -> bool:
         """Refresh a live broker's deadline; False when it is not live. Not a write in the
         read-your-writes sense: no route changes."""
-        if not _could_be_live(cluster, addr):
+        if not could_be_live(cluster, addr):
             return False
         assert cluster is not None and addr is not None
         try:
             alive = await self._store.heartbeat(cluster, addr)
         except StoreUnavailable:
-            self._backlog.heartbeat(cluster, addr, self.broker_timeout)
+            self._outage.backlog.heartbeat(cluster, addr, self.broker_timeout)
             raise
         self._cache.store_answered()
         return alive
@@ -263,14 +230,14 @@ class NameServer:
                                  dv: DataVersion | None) -> tuple[bool, DataVersion | None]:
         """(changed, stored DataVersion or None), refreshing the deadline like Java 5.x. An
         unknown broker, or no DataVersion to compare, is "changed" (stored.equals(null))."""
-        if not _could_be_live(cluster, addr):
+        if not could_be_live(cluster, addr):
             return True, None
         assert cluster is not None and addr is not None
         try:
             changed, stored = await self._store.query_data_version(cluster, addr,
                                                                    dv or DataVersion())
         except StoreUnavailable:
-            self._backlog.heartbeat(cluster, addr, self.broker_timeout)
+            self._outage.backlog.heartbeat(cluster, addr, self.broker_timeout)
             raise
         self._cache.store_answered()
         return changed or dv is None, stored
@@ -313,12 +280,12 @@ class NameServer:
     def stale_age(self) -> float | None:
         """Seconds this worker has been answering from a stale view (the store is away), or
         None while its view is coherent."""
-        return self._cache.stale_age()
+        return self._outage.stale_age()
 
     @property
     def stale_serve_max(self) -> float:
         """How long, in seconds, a stale view may be served (--stale-serve-max)."""
-        return self._cache.stale_serve_max
+        return self._outage.stale_serve_max
 
     @property
     def stale_routes(self) -> int:
@@ -380,7 +347,7 @@ class NameServer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            with self._cache.watch(known) as woken:
+            with self._cache.watchers.watch(known) as woken:
                 changed: dict[str, RouteAnswer | None] = {}
                 wake_at = deadline
                 for topic, etag in known.items():
@@ -572,7 +539,7 @@ class NameServer:
         current = await self._store.rev()
         if current != since or wait <= 0:
             return current
-        await self._cache.wait_for_any_change(wait)
+        await self._cache.watchers.wait_for_any_change(wait)
         return await self._store.rev()
 
     async def kv_namespaces(self) -> list[str]:
@@ -602,15 +569,3 @@ class NameServer:
     async def check_store(self) -> None:
         """Raise StoreUnavailable unless Redis answers."""
         await self._store.ping()
-
-
-def _newer_or_same(stored: DataVersion, sent: DataVersion) -> bool:
-    """Java's DataVersion.nextVersion moves the timestamp and the counter together."""
-    return (stored.timestamp, stored.counter) >= (sent.timestamp, sent.counter)
-
-
-def _could_be_live(cluster: str | None, addr: str | None) -> bool:
-    """Registration validates both, so any other value names no live broker (Java's lookup
-    would simply find nothing)."""
-    return (validation.is_valid(validation.name, cluster)
-            and validation.is_valid(validation.addr, addr))

@@ -26,6 +26,7 @@ from nsfleet.redis_conn import connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.outage import StoreOutage
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
@@ -51,7 +52,8 @@ class Worker:
         self.client = connect(url)
         self.store = RouteStore(self.client, NS)
         self.metrics = Metrics()
-        self.cache = RouteCache(self.store, self.metrics, stale_serve_max=stale_serve_max)
+        self.cache = RouteCache(self.store, self.metrics,
+                                outage=StoreOutage(self.metrics, stale_serve_max=stale_serve_max))
         self.ns = NameServer(self.store, self.cache, NamesrvConfig(self.store),
                              self.metrics)
 
@@ -193,7 +195,7 @@ async def test_a_restart_drops_the_view_and_replays_what_brokers_sent(
         with pytest.raises(StoreUnavailable):  # a broker first seen during the outage
             await w.ns.register_broker(reg(2))
         redis_aof.start()
-        await until(lambda: w.cache._subscribed and w.cache._resumed.is_set(), "the return")
+        await until(lambda: w.cache._subscribed and w.cache.outage.resumed.is_set(), "the return")
         assert w.ns.stale_age() is None
         t1 = await w.ns.route("T1")
         assert t1.route.queue_datas[0].read_queue_nums == 8
@@ -220,7 +222,7 @@ async def test_a_replay_never_overwrites_a_newer_registration(redis_aof: RedisSe
             await a.ns.register_broker(reg(1, queues=8, counter=2))
         await b.ns.register_broker(reg(1, queues=16, counter=3))
         proxy.restore()
-        await until(lambda: a.cache._subscribed and a.cache._resumed.is_set(), "A's return")
+        await until(lambda: a.cache._subscribed and a.cache.outage.resumed.is_set(), "A's return")
         for w in (a, b):
             assert (await w.ns.route("T1")).route.queue_datas[0].read_queue_nums == 16
         assert a.metrics.registry.get_sample_value("nsfleet_outage_replays_total",
@@ -313,7 +315,8 @@ async def test_the_sweep_spares_brokers_whose_deadline_passed_while_redis_was_aw
         await asyncio.sleep(1.2)
         redis_aof.start()
         await until(lambda: w.cache._subscribed, "the return")
-        sweeper = Sweeper(w.store, w.metrics, interval=1, guard_share=0, outage=w.cache.outage)
+        sweeper = Sweeper(w.store, w.metrics, interval=1, guard_share=0,
+                          outage=w.cache.outage.clock)
         removed = await sweeper.sweep_once()
         assert removed == 1  # b1 only
         assert await w.ns.heartbeat("c", "10.0.0.2:10911")  # revived from its record
