@@ -18,12 +18,8 @@ from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
 from nsfleet.service.address_server import AddressServer
-from nsfleet.service.nameserver import (
-    ABSENT_ETAG,
-    NameServer,
-    RouteAnswer,
-    standard_route_json,
-)
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.route_reads import ABSENT_ETAG, RouteAnswer, standard_route_json
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from nsfleet.domain.model import (
     TopicRouteData,
 )
 from nsfleet.remoting.zone import filter_by_zone
-from nsfleet.service.nameserver import NameServer, RouteAnswer
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.route_reads import RouteAnswer
 from nsfleet.wire.bodies import RegisterBody, crc32, decode_register_body
 from nsfleet.wire.codec import (
     V4_9_4,

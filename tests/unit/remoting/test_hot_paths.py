@@ -17,7 +17,7 @@ from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.metrics import Metrics
 from nsfleet.remoting.handlers import _route_response, get_route_cached
 from nsfleet.remoting.server import RemotingProtocol
-from nsfleet.service.nameserver import RouteAnswer
+from nsfleet.service.route_reads import RouteAnswer
 from nsfleet.wire import codec
 from nsfleet.wire.codec import (
     FrameDecoder,
