@@ -185,14 +185,14 @@ class EmbeddedRedis:
         if now < self.restart_at:
             return
         self.restart_at = None
+        self._started = now  # a restart that fails at once backs off further
         try:
             self.server.start()  # same port, same data directory
         except (ServerExited, TimeoutError, OSError) as exc:
             tail = exc.tail[-3:] if isinstance(exc, ServerExited) else []
             status = exit_status(exc.code) if isinstance(exc, ServerExited) else str(exc)
-            self._exited(f"restart failed: {status}", tail, time.monotonic())
+            self._exited(f"restart failed: {status}", tail, now)
             return
-        self._started = time.monotonic()
         log.info("embedded redis restarted", url=self.server.url, pid=self.server.process.pid
                  if self.server.process else None)
 
