@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from nsfleet.embedded import URL_FILE, aof_files
-from nsfleet.redis_server import free_port
+from nsfleet.redis_server import discover, free_port
 from tests.support.workers import request
 
 pytestmark = pytest.mark.redis
@@ -143,6 +143,8 @@ def test_a_killed_embedded_redis_is_restarted_on_its_url_with_its_data(
     serve = Serve(tmp_path, tmp_path / "data", processes=processes)
     serves.append(serve)
     serve.start()
+    # The server conftest chose (README: every test runs on it, --processes groups included).
+    assert f"server={discover().path} " in serve.text()
     url = (serve.data / URL_FILE).read_text().strip()
     assert serve.register("before", "127.0.0.1:10911") == 200
     time.sleep(1.5)  # appendfsync everysec: acknowledged and on disk
