@@ -6,7 +6,8 @@ up after TERMINAL_REDIS_WAIT seconds instead, naming the setting to check. Shutd
 SIGTERM/SIGINT: readiness turns false at once, listeners stop accepting, in-flight requests (and
 long-polls, which notice the drain) get ``drain_timeout`` seconds in all, then the scheduler, the
 change-feed subscription and Redis connections close and the embedded Redis (if any) stops. Exit
-code 0.
+code 0. The embedded Redis is restarted when it exits while the worker runs (nsfleet.embedded);
+one that keeps exiting stops the worker with exit code 1.
 """
 
 from __future__ import annotations
