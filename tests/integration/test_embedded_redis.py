@@ -289,5 +289,6 @@ def test_ctrl_c_early_in_serve_prints_no_traceback(tmp_path: Path) -> None:
             serve.kill()
         text = serve.text()
         assert "Traceback" not in text and "KeyboardInterrupt" not in text, (delay, text)
-        assert code in (0, 130), (delay, code, text)
+        # 130: interrupted while loading; -SIGINT: before Python's own handler was in place
+        assert code in (0, 130, -signal.SIGINT), (delay, code, text)
         assert servers_of(serve.data) == []
