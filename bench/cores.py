@@ -69,7 +69,8 @@ def start_group(redis_url: str, processes: int, log: Path) -> tuple[subprocess.P
 def workers(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
     """The processes that serve: the supervisor's children, or the lone worker itself."""
     me = psutil.Process(proc.pid)
-    children = [p for p in me.children() if "nsfleet" in " ".join(p.cmdline())]
+    # argv compared whole: the embedded redis-server's path may hold "nsfleet" too
+    children = [p for p in me.children() if p.cmdline()[1:4] == ["-m", "nsfleet", "serve"]]
     return children or [me]
 
 

