@@ -2,7 +2,7 @@
 every second over HTTP and 12 over remoting, Redis SIGKILLed for 10 s. Repeated identical errors
 are folded by the logging set-up (nsfleet/logs.py): the first is written, then one line with a
 count; the metrics still count every one. The lines that matter (the stale view's start and
-stop) still appear.
+stop) still appear. The admin tool, meanwhile, reports the worker's 503 as an answer.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import json
 import signal
+import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,16 @@ async def _run(server: RedisServer, worker: WorkerProcess) -> tuple[list[str], f
     assert server.process is not None
     server.process.send_signal(signal.SIGKILL)
     await asyncio.to_thread(server.process.wait, 10)
-    await asyncio.sleep(OUTAGE_S)
+    began = time.monotonic()
+    # The admin tool meanwhile: the worker did answer (503), and says why.
+    admin = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "nsfleet", "admin", "--server", worker.url, "kv", "put", "ns", "k",
+        "v", stderr=asyncio.subprocess.PIPE)
+    _, err = await admin.communicate()
+    assert admin.returncode == 1
+    assert err.decode().startswith("nsfleet admin kv: the worker answered: Redis unavailable"), err
+    assert "-n HOST" not in err.decode()
+    await asyncio.sleep(OUTAGE_S - (time.monotonic() - began))
     await asyncio.to_thread(server.start)
     await asyncio.sleep(3.0)  # the return is logged
     with worker.log_path.open("rb") as f:
