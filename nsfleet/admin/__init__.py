@@ -207,8 +207,9 @@ def _unavailable(exc: FleetUnavailable) -> str:
     tried = "; ".join(f"{url}: answered {answers[url][0]} {_one_line(answers[url][1])}"
                       if url in answers else f"{url}: {_one_line(what)}"
                       for url, what in exc.errors)
-    return (f"over HTTP, no nsfleet worker answered with success ({tried}); for a NameServer's "
-            "remoting port (9876) use -n HOST:9876")
+    what = "answered with success" if answers else "answered"
+    return (f"over HTTP, no nsfleet worker {what} ({tried}); for a NameServer's remoting port "
+            "(9876) use -n HOST:9876")
 
 
 def _one_line(text: str) -> str:
