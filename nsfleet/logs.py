@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import logging.handlers
 import sys
@@ -67,12 +68,22 @@ class FoldRepeats:
                 seen.timer.start()
         raise structlog.DropEvent
 
+    def flush(self) -> None:
+        """Write the counts not written yet (at exit: the process stops mid-window)."""
+        with self._lock:
+            timers = [seen.timer for seen in self._seen.values() if seen.timer is not None]
+        for timer in timers:
+            timer.cancel()
+            timer.function(*timer.args)
+
     def _count(self, key: str, logger: Any, method: str, event: dict[str, Any]) -> None:
         """The window ended: one line for what it folded."""
         with self._lock:
             seen = self._seen[key]
             repeated, seen.pending, seen.timer = seen.pending, 0, None
             seen.written_at = time.monotonic()
+        if not repeated:  # flushed already
+            return
         what = event.pop("event")
         event.pop("timestamp", None)
         event.pop("level", None)
@@ -95,6 +106,15 @@ class _DeliberateCancellation(logging.Filter):
                     and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
+_fold: FoldRepeats | None = None  # the one configure() set up, flushed at exit
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if _fold is not None:
+        _fold.flush()
+
+
 def configure(log_format: str = "console", level: str = "info", log_file: str = "") -> None:
     """Logs to stderr, and with ``log_file`` also to that file as JSON lines, rotated (for
     set-ups without a log collector: the audit trail lives there too)."""
@@ -106,11 +126,14 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    global _fold
+    if _fold is not None:
+        _fold.flush()
+    fold = _fold = FoldRepeats(FOLD_WINDOW_S)
     structlog.configure(
         # Folding runs once per event (not per handler): stdlib records from libraries pass
         # unfolded through foreign_pre_chain.
-        processors=[*shared, FoldRepeats(FOLD_WINDOW_S),
-                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*shared, fold, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -53,6 +53,25 @@ def test_identical_errors_are_written_once_then_counted_per_window(folded: Sink)
     assert len(folded.events) == 3 and "repeated" not in folded.events[2]
 
 
+def test_flush_writes_the_counts_of_an_open_window() -> None:
+    """At exit (logs.configure registers it) a window still open writes its count at once."""
+    sink = Sink()
+    fold = FoldRepeats(window=60)
+    structlog.configure(processors=[fold, lambda _, method, e: {**e, "level": method}],
+                        logger_factory=lambda *_: sink,
+                        wrapper_class=structlog.stdlib.BoundLogger,
+                        cache_logger_on_first_use=False)
+    try:
+        for _ in range(5):
+            structlog.get_logger().error("sweep failed", error="down")
+        fold.flush()
+        fold.flush()  # nothing left: nothing written
+        assert [(e["event"], e.get("repeated")) for e in sink.events] == [
+            ("sweep failed", None), ("sweep failed", 4)]
+    finally:
+        structlog.reset_defaults()
+
+
 def test_only_identical_warnings_with_an_error_fold(folded: Sink) -> None:
     log = structlog.get_logger()
     for _ in range(3):
