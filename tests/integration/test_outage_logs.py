@@ -123,8 +123,9 @@ def test_a_ten_second_outage_writes_at_most_twenty_lines(tmp_path: Path) -> None
     assert "serving a stale view while the store is away" in messages, messages
     assert "stopped serving the stale view" in messages, messages
     assert "store back" in messages, messages
-    # Every failed request still counted (24 heartbeats a second for 10 s: a few hundred).
-    assert errors >= 2 * BROKERS * (OUTAGE_S - 2), errors
-    # What was folded is said, with its count.
-    folded = [e for e in events if e.get("repeated")]
-    assert folded and sum(e["repeated"] for e in folded) > 50, lines
+    # What was folded is said, with its count; the metrics count every failed request (24
+    # heartbeats a second for 10 s: a few hundred), including those of a window still open.
+    reports = [e for e in events if e["event"] in ("redis error", "remoting request failed")]
+    told = sum(e.get("repeated", 1) for e in reports)
+    assert any(e.get("repeated") for e in reports) and told > 100, lines
+    assert errors >= told, (errors, told)
