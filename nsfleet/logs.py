@@ -3,14 +3,97 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import logging.handlers
 import sys
+import threading
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 LOG_FILE_BYTES = 50 * 1024 * 1024  # rotate at 50 MiB, keeping 5 older files
 LOG_FILE_BACKUPS = 5
+FOLD_WINDOW_S = 10.0  # identical error reports: one line, then one count per window
+
+
+@dataclass
+class _Folded:
+    written_at: float
+    pending: int = 0
+    timer: threading.Timer | None = None
+
+
+class FoldRepeats:
+    """Folds repeated identical error reports (a warning or worse that carries ``error``, the
+    audit trail excepted): the first is written, the ones after it within ``window`` seconds
+    are counted, and when the window ends one line repeats the event with ``repeated=N`` (how
+    many it stands for). A Redis outage answers every request with the same error; written
+    one per request they bury the lines that say what the worker does about it. The metrics
+    count every one at the call site (nsfleet_redis_errors_total), whatever is written.
+
+    Identical means every field but the timestamp, so a different route, request code or error
+    text is its own line."""
+
+    MAX_KEYS = 256  # distinct reports remembered; older quiet ones are forgotten past this
+
+    def __init__(self, window: float = FOLD_WINDOW_S) -> None:
+        self.window = window
+        self._seen: dict[str, _Folded] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]
+                 ) -> MutableMapping[str, Any]:
+        if ("error" not in event or "repeated" in event or event.get("audit")
+                or logging.getLevelName(method.upper()) not in (logging.WARNING, logging.ERROR,
+                                                                logging.CRITICAL)):
+            return event
+        key = repr(sorted((k, repr(v)) for k, v in event.items() if k != "timestamp"))
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is None or (seen.pending == 0 and now - seen.written_at >= self.window):
+                if seen is None and len(self._seen) >= self.MAX_KEYS:
+                    self._forget(now)
+                self._seen[key] = _Folded(now)
+                return event
+            seen.pending += 1
+            if seen.timer is None:
+                seen.timer = threading.Timer(seen.written_at + self.window - now, self._count,
+                                             (key, logger, method, dict(event)))
+                seen.timer.daemon = True
+                seen.timer.start()
+        raise structlog.DropEvent
+
+    def flush(self) -> None:
+        """Write the counts not written yet (at exit: the process stops mid-window)."""
+        with self._lock:
+            timers = [seen.timer for seen in self._seen.values() if seen.timer is not None]
+        for timer in timers:
+            timer.cancel()
+            timer.function(*timer.args)
+
+    def _count(self, key: str, logger: Any, method: str, event: dict[str, Any]) -> None:
+        """The window ended: one line for what it folded."""
+        with self._lock:
+            seen = self._seen[key]
+            repeated, seen.pending, seen.timer = seen.pending, 0, None
+            seen.written_at = time.monotonic()
+        if not repeated:  # flushed already
+            return
+        what = event.pop("event")
+        event.pop("timestamp", None)
+        event.pop("level", None)
+        structlog.wrap_logger(logger).log(
+            logging.getLevelName(method.upper()), what, **event, repeated=repeated,
+            window_s=self.window)
+
+    def _forget(self, now: float) -> None:
+        self._seen = {k: v for k, v in self._seen.items()
+                      if v.pending or now - v.written_at < self.window}
 
 
 class _DeliberateCancellation(logging.Filter):
@@ -21,6 +104,15 @@ class _DeliberateCancellation(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not (record.name.startswith("apscheduler") and record.exc_info is not None
                     and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+_fold: FoldRepeats | None = None  # the one configure() set up, flushed at exit
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if _fold is not None:
+        _fold.flush()
 
 
 def configure(log_format: str = "console", level: str = "info", log_file: str = "") -> None:
@@ -34,8 +126,14 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    global _fold
+    if _fold is not None:
+        _fold.flush()
+    fold = _fold = FoldRepeats(FOLD_WINDOW_S)
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # Folding runs once per event (not per handler): stdlib records from libraries pass
+        # unfolded through foreign_pre_chain.
+        processors=[*shared, fold, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

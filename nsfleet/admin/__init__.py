@@ -193,12 +193,33 @@ def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
     return client_tls_context(ca, cert, getattr(args, "tls_key_file", ""), verify=not insecure)
 
 
+def _unavailable(exc: FleetUnavailable) -> str:
+    """One line. A worker that answered (a 5xx) is reported as such; the hint about the remoting
+    port is only for an address that gave no HTTP answer at all."""
+    answers = exc.answers
+    if answers and all(url in answers for url, _ in exc.errors):
+        if len(answers) == 1:
+            ((url, (status, text)),) = answers.items()
+            return f"the worker answered: {_one_line(text)} (HTTP {status} from {url})"
+        return "every worker answered with an error: " + "; ".join(
+            f"{url}: {_one_line(text)} (HTTP {status})" for url, (status, text) in answers.items())
+    tried = "; ".join(f"{url}: answered {answers[url][0]} {_one_line(answers[url][1])}"
+                      if url in answers else f"{url}: {_one_line(what)}"
+                      for url, what in exc.errors)
+    what = "answered with success" if answers else "answered"
+    return (f"over HTTP, no nsfleet worker {what} ({tried}); for a NameServer's remoting port "
+            "(9876) use -n HOST:9876")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         out = asyncio.run(_execute(args))
     except FleetUnavailable as exc:
-        print(f"nsfleet admin {args.admin_command}: over HTTP, {' '.join(str(exc).split())}; "
-              "for a NameServer's remoting port (9876) use -n HOST:9876", file=sys.stderr)
+        print(f"nsfleet admin {args.admin_command}: {_unavailable(exc)}", file=sys.stderr)
         return 1
     except (ApiError, RemotingUnavailable, ValueError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the worker sent

@@ -141,15 +141,27 @@ async def _groups_serving(api: Api, topic: str) -> set[str]:
 
 
 async def wipe_write_perm(api: Api, args: argparse.Namespace) -> Output:
-    data = await api.write_perm(args.broker, wipe=True)
+    data = await _write_perm(api, args.broker, wipe=True)
     return Output(data, [Text(f"wiped the write perm of broker {args.broker} in "
                               f"{data['wipeTopicCount']} topics")])
 
 
 async def add_write_perm(api: Api, args: argparse.Namespace) -> Output:
-    data = await api.write_perm(args.broker, wipe=False)
+    data = await _write_perm(api, args.broker, wipe=False)
     return Output(data, [Text(f"added the write perm of broker {args.broker} in "
                               f"{data['addTopicCount']} topics")])
+
+
+async def _write_perm(api: Api, broker: str, wipe: bool) -> dict[str, Any]:
+    """An nsfleet worker's HTTP API refuses a group no broker registered (404). The remoting
+    answer is Java's, a count of 0 for an unknown name as for a group without topics, so a
+    count of 0 is checked against the cluster info, which lists every registered group."""
+    data = await api.write_perm(broker, wipe=wipe)
+    if not any(data.values()) and broker not in (await api.cluster_info()).get(
+            "brokerAddrTable", {}):
+        raise ValueError(f"no broker group {broker} is registered: nothing changed (check the "
+                         "name: nsfleet admin cluster-list)")
+    return data
 
 
 async def namesrv_config(api: Api, args: argparse.Namespace) -> Output:
@@ -164,13 +176,21 @@ async def namesrv_config(api: Api, args: argparse.Namespace) -> Output:
         if not sep or not key:
             raise ValueError(f"expected key=value, got {pair!r}")
         values[key] = value
+    if api.protocol == "remoting":
+        # Java ignores unknown keys without a word; the keys it has are those it lists.
+        known = (await api.config_get())["config"]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown keys: {', '.join(unknown)} (the NameServer's config "
+                             "lists no such key); nothing sent")
     data = await api.config_set(values)
     applied = data["applied"]
     if applied is None:  # the remoting answer does not say
         return Output(data, [Text(f"sent {k} = {v}") for k, v in sorted(values.items())])
-    lines = [Text(f"set {k} = {v}") for k, v in sorted(applied.items())]
-    ignored = sorted(set(values) - set(applied))
-    if ignored:
-        lines.append(Text(f"ignored (unknown keys or values Java cannot parse): "
-                          f"{', '.join(ignored)}"))
-    return Output(data, lines)
+    out = Output(data, [Text(f"set {k} = {v}") for k, v in sorted(applied.items())])
+    unparsed = sorted(set(values) - set(applied))
+    if unparsed:  # an unknown key is refused by the worker: these are values
+        out.warnings.append(
+            "not applied, as Java does not apply a value it cannot parse (the key keeps its "
+            f"value): {', '.join(f'{k}={values[k]}' for k in unparsed)}")
+    return out

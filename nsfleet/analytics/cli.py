@@ -35,11 +35,13 @@ TABLE_NAMES = ("brokers", "groups", "queues", "kv")
 
 
 def default_redis_url(environ: Mapping[str, str]) -> str:
-    """$NSFLEET_REDIS_URL, else the embedded Redis of a worker running with the default data
-    directory (``nsfleet serve`` with no --redis-url writes its URL there), else localhost."""
+    """$NSFLEET_REDIS_URL, else the embedded Redis of a worker running with the data directory
+    of $NSFLEET_DATA_DIR or the default one (``nsfleet serve`` with no --redis-url writes its
+    URL there, in ``redis.url``), else localhost."""
     if environ.get("NSFLEET_REDIS_URL"):
         return environ["NSFLEET_REDIS_URL"]
-    return running_url(default_data_dir()) or DEFAULT_REDIS_URL
+    return (running_url(environ.get("NSFLEET_DATA_DIR") or default_data_dir())
+            or DEFAULT_REDIS_URL)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
@@ -50,8 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         description="Read a namespace's route tables from Redis with PySpark and write a report "
                     "folder: Parquet tables, summary.md, summary.json and PNG charts.")
     p.add_argument("--redis-url", default=None,
-                   help="Redis URL (default: $NSFLEET_REDIS_URL, else the embedded Redis a "
-                        "running `nsfleet serve` keeps in the default data directory, else "
+                   help="Redis URL (default: $NSFLEET_REDIS_URL, else the embedded Redis of "
+                        "a running `nsfleet serve`, whose URL is in redis.url of its data "
+                        "directory ($NSFLEET_DATA_DIR, else the default one), else "
                         f"{DEFAULT_REDIS_URL})")
     p.add_argument("--namespace", default="default", help="nsfleet namespace (default: default)")
     p.add_argument("--out", default="nsfleet-report", type=Path,
@@ -111,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         from nsfleet.analytics.session import get_session
     except ImportError as exc:  # pragma: no cover - the spark extra is part of the test deps
         # markup=False: rich would read "[spark]" as a style tag and drop it.
-        console.print(f"nsfleet analytics needs the 'spark' extra "
-                      f"(pip install 'nsfleet[spark]'): {exc}", style="red", markup=False)
+        console.print(f"nsfleet analytics needs the 'spark' extra, best in a venv of its own "
+                      f"(python3 -m venv .venv-spark && .venv-spark/bin/pip install "
+                      f"'nsfleet[spark]'): installed into the venv a worker runs from, it "
+                      f"reinstalls nsfleet under that worker: {exc}", style="red", markup=False)
         return 1
 
     args.redis_url = args.redis_url or default_redis_url(os.environ)

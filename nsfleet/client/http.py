@@ -34,8 +34,11 @@ class ApiError(Exception):
 class FleetUnavailable(Exception):
     """No worker in the list answered (connection error, timeout or 5xx from each)."""
 
-    def __init__(self, errors: Sequence[tuple[str, str]]) -> None:
-        self.errors = list(errors)
+    def __init__(self, errors: Sequence[tuple[str, str]],
+                 answers: Mapping[str, tuple[int, str]] | None = None) -> None:
+        self.errors = list(errors)  # (url, what happened) for every worker tried
+        # url -> (status, error text) for the workers that did answer, with a 5xx
+        self.answers = dict(answers or {})
         detail = "; ".join(f"{url}: {msg}" for url, msg in self.errors)
         super().__init__(f"no nsfleet worker answered ({detail})")
 
@@ -131,6 +134,7 @@ class FleetHttp:
         Statuses in ``accept`` are returned; other 4xx raise ApiError. ``attempt_timeout``
         (default: the client's) bounds each worker's attempt."""
         errors: list[tuple[str, str]] = []
+        answers: dict[str, tuple[int, str]] = {}
         client_timeout = aiohttp.ClientTimeout(total=attempt_timeout or self.timeout)
         if self._auth:
             headers = {**self._auth, **(headers or {})}
@@ -151,9 +155,11 @@ class FleetHttp:
                     code = _error_json(reply.body).get("code")
                     raise ApiError(reply.status, code if isinstance(code, int) else reply.status,
                                    error_text(reply.status, reply.body))
-                errors.append((base, f"{reply.status} {error_text(reply.status, reply.body)}"))
+                text = error_text(reply.status, reply.body)
+                errors.append((base, f"{reply.status} {text}"))
+                answers[base] = (reply.status, text)
             self._next()
-        raise FleetUnavailable(errors)
+        raise FleetUnavailable(errors, answers)
 
     async def close(self) -> None:
         if self._own_session and self._session is not None:

@@ -148,6 +148,38 @@ class NotReady(NameServerError):
         super().__init__("name server not ready")
 
 
+class UnknownBrokerGroup(NameServerError):
+    """The HTTP API's write-perm changes name a broker group no registration created. Java's
+    answer (SUCCESS, count 0) stays the remoting answer; a person typing gets told."""
+
+    http_status = 404
+    http_reports_code = False
+
+    def __init__(self, name: str | None) -> None:
+        super().__init__(f"no broker group {java_str(name)} is registered",
+                         "nothing changed (check the name: nsfleet admin cluster-list)")
+
+
+class UnknownConfigKeys(NameServerError):
+    """The HTTP API's config update names keys NamesrvConfig does not have. Java ignores them
+    silently (UPDATE_NAMESRV_CONFIG, still so over remoting); a person typing gets told, and
+    nothing of the request is applied."""
+
+    http_status = 400
+    http_reports_code = False
+
+    def __init__(self, unknown: list[str], per_worker: dict[str, str]) -> None:
+        """``per_worker``: keys that are each worker's own, with the flag that sets them."""
+        detail = []
+        if unknown:
+            detail.append(f"unknown keys: {', '.join(unknown)}")
+        if per_worker:
+            detail.append("each worker's own, set by its flags: " + ", ".join(
+                f"{key} ({flag})" for key, flag in per_worker.items()))
+        super().__init__("not a fleet-wide NameServer config key",
+                         "; ".join(detail) + "; nothing applied")
+
+
 class ConfigBlacklisted(NameServerError):
     """UPDATE_NAMESRV_CONFIG named a key that may never be changed remotely."""
 

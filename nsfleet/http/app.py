@@ -98,12 +98,12 @@ async def list_brokers(request: web.Request) -> web.Response:
 
 async def wipe_write_perm(request: web.Request) -> web.Response:
     name = request.match_info["broker_name"]
-    return ok({"wipeTopicCount": await _ns(request).wipe_write_perm(name)})
+    return ok({"wipeTopicCount": await _ns(request).wipe_write_perm(name, known_only=True)})
 
 
 async def add_write_perm(request: web.Request) -> web.Response:
     name = request.match_info["broker_name"]
-    return ok({"addTopicCount": await _ns(request).add_write_perm(name)})
+    return ok({"addTopicCount": await _ns(request).add_write_perm(name, known_only=True)})
 
 
 async def broker_member_group(request: web.Request) -> web.Response:
@@ -254,7 +254,7 @@ async def get_namesrv_config(request: web.Request) -> web.Response:
 
 async def update_namesrv_config(request: web.Request) -> web.Response:
     values = parse.config_values(await _body(request))
-    return ok({"applied": await _ns(request).update_config_values(values)})
+    return ok({"applied": await _ns(request).update_config_values(values, known_only=True)})
 
 
 # --- the fleet at a glance (the console) ---------------------------------------------------------

@@ -104,9 +104,10 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
     ("get", "/v1/brokers", "Live brokers with last heartbeat and deadline", None, "brokers",
      (503,)),
     ("post", "/v1/brokers/{broker_name}/wipe-write-perm", "Clear the write perm of a broker "
-     "group's queues", None, "wipeTopicCount", (400, 503)),
-    ("post", "/v1/brokers/{broker_name}/add-write-perm", "Set perm 6 on a broker group's queues",
-     None, "addTopicCount", (400, 503)),
+     "group's queues (404 for a group no broker registered)", None, "wipeTopicCount",
+     (400, 404, 503)),
+    ("post", "/v1/brokers/{broker_name}/add-write-perm", "Set perm 6 on a broker group's queues "
+     "(404 for a group no broker registered)", None, "addTopicCount", (400, 404, 503)),
     ("get", "/v1/brokers/{broker_name}/members", "A broker group's members "
      "(GET_BROKER_MEMBER_GROUP); ?cluster= is echoed", None, "brokerMemberGroup", (400, 503)),
     ("get", "/v1/routes/{topic}", "A topic's route. The ETag changes whenever the body does "
@@ -129,8 +130,9 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "TopicList", (400, 403, 503)),
     ("delete", "/v1/topics/{topic}", "Delete a topic, or only a cluster's queues (?cluster=)",
      None, "removedQueueDatas", (400, 503)),
-    ("put", "/v1/topics/{topic}", "Register queue data for known broker groups "
-     "(REGISTER_TOPIC_IN_NAMESRV)", "TopicRouteData", "writtenQueueDatas", (400, 413, 503)),
+    ("put", "/v1/topics/{topic}", "Register queue data for registered broker groups "
+     "(REGISTER_TOPIC_IN_NAMESRV; 400 naming a group no broker registered, nothing written)",
+     "TopicRouteData", "writtenQueueDatas", (400, 413, 503)),
     ("put", "/v1/kv/{namespace}/{key}", "Put a KV config value; body {value}", None, "changed",
      (400, 413, 503)),
     ("get", "/v1/kv/{namespace}/{key}", "Get a KV config value", None, "value", (404, 503)),
@@ -140,7 +142,8 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
     ("get", "/v1/namesrv-config", "NamesrvConfig and NettyServerConfig values, as "
      "GET_NAMESRV_CONFIG lists them", None, "config", (503,)),
     ("put", "/v1/namesrv-config", "Update NamesrvConfig fleet-wide (UPDATE_NAMESRV_CONFIG's "
-     "blacklist and parsing); body {key: value}", None, "applied", (400, 403, 503)),
+     "blacklist and parsing; 400 naming unknown keys, nothing applied); body {key: value}", None,
+     "applied", (400, 403, 503)),
     ("get", "/v1/changes", "Without ?since: the fleet's recent changes, newest first (?limit=N, "
      "1-1000, default 100; ?before=ID pages back) with {rev}. With ?since=N&wait=S: long-poll "
      "the change counter, answering {rev} once it differs from N, or after S seconds", None,

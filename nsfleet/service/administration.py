@@ -7,27 +7,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nsfleet.domain import validation
-from nsfleet.domain.errors import ConfigUnparsable, KvKeyMissing, KvNotFound
+from nsfleet.domain.errors import (
+    ConfigUnparsable,
+    KvKeyMissing,
+    KvNotFound,
+    UnknownBrokerGroup,
+    UnknownConfigKeys,
+    ValidationError,
+)
 from nsfleet.domain.model import QueueData
 from nsfleet.service.context import ServicePart
+from nsfleet.service.namesrv_config import DEFAULTS as DEFAULT_CONFIG
+from nsfleet.service.namesrv_config import WORKER_KEYS
 
 
 class Administration(ServicePart):
-    async def wipe_write_perm(self, name: str | None) -> int:
-        """Topics whose write perm was removed; a name no registration accepts has none."""
-        if not validation.is_valid(validation.name, name):
-            return 0
-        assert name is not None
-        count = await self._written(self._store.wipe_write_perm(name))
-        await self.history.record("write perm wiped", broker_name=name, topics=count)
-        return count
+    async def wipe_write_perm(self, name: str | None, *, known_only: bool = False) -> int:
+        """Topics whose write perm was removed; a name no registration accepts has none.
+        ``known_only`` (the HTTP API) refuses a group no registration created: Java answers
+        it with a count of 0, which the remoting answer keeps."""
+        return await self._write_perm(name, True, known_only)
 
-    async def add_write_perm(self, name: str | None) -> int:
+    async def add_write_perm(self, name: str | None, *, known_only: bool = False) -> int:
+        return await self._write_perm(name, False, known_only)
+
+    async def _write_perm(self, name: str | None, wipe: bool, known_only: bool) -> int:
         if not validation.is_valid(validation.name, name):
+            if known_only:
+                raise UnknownBrokerGroup(name)
             return 0
         assert name is not None
-        count = await self._written(self._store.add_write_perm(name))
-        await self.history.record("write perm added", broker_name=name, topics=count)
+        store = self._store
+        count = await self._written(store.wipe_write_perm(name) if wipe
+                                    else store.add_write_perm(name))
+        # A group with queue data is known; only a count of 0 needs the second look.
+        if known_only and count == 0 and await store.unknown_groups([name]):
+            raise UnknownBrokerGroup(name)
+        await self.history.record("write perm wiped" if wipe else "write perm added",
+                                  broker_name=name, topics=count)
         return count
 
     async def broker_member_group(self, name: str | None) -> dict[int, str]:
@@ -59,7 +76,18 @@ class Administration(ServicePart):
             validation.queue_nums(q.write_queue_nums, f"queueDatas[{i}].writeQueueNums")
             validation.perm(q.perm, f"queueDatas[{i}].perm")
             validation.integer(q.topic_sys_flag, f"queueDatas[{i}].topicSysFlag", 0)
-        return await self.register_topic(validation.topic(topic), queue_datas)
+            validation.name(q.broker_name, f"queueDatas[{i}].brokerName")
+        topic = validation.topic(topic)
+        # Java skips a group it does not know (and stops there); a person is told, and
+        # nothing is written.
+        unknown = set(await self._store.unknown_groups([q.broker_name for q in queue_datas]))
+        for i, q in enumerate(queue_datas):
+            if q.broker_name in unknown:
+                raise ValidationError(f"queueDatas[{i}].brokerName",
+                                      f"no broker group {q.broker_name} is registered (a topic "
+                                      "is written to registered broker groups only); nothing "
+                                      "written")
+        return await self.register_topic(topic, queue_datas)
 
     async def register_topic(self, topic: str | None, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV (RouteInfoManager.registerTopic): only known broker groups
@@ -146,9 +174,16 @@ class Administration(ServicePart):
         """Every NamesrvConfig (and NettyServerConfig) key with its value, as 319 lists them."""
         return self.config.all_values()
 
-    async def update_config_values(self, values: dict[str, str]) -> dict[str, str]:
+    async def update_config_values(self, values: dict[str, str], *,
+                                   known_only: bool = False) -> dict[str, str]:
         """UPDATE_NAMESRV_CONFIG with the properties already split: the same blacklist and the
-        same parsing; what was applied fleet-wide."""
+        same parsing; what was applied fleet-wide. Java ignores unknown keys; ``known_only``
+        (the HTTP API) refuses the whole request instead, naming them."""
+        if known_only:
+            strays = sorted(set(values) - set(DEFAULT_CONFIG))
+            if strays:
+                raise UnknownConfigKeys([k for k in strays if k not in WORKER_KEYS],
+                                        {k: WORKER_KEYS[k] for k in strays if k in WORKER_KEYS})
         applied = await self.config.update(values)
         if applied:
             await self.history.record("namesrv config updated", applied=applied)

@@ -170,11 +170,11 @@ class NameServer:
 
     # --- administration (Administration) -------------------------------------------------------
 
-    async def wipe_write_perm(self, name: str | None) -> int:
-        return await self._admin.wipe_write_perm(name)
+    async def wipe_write_perm(self, name: str | None, *, known_only: bool = False) -> int:
+        return await self._admin.wipe_write_perm(name, known_only=known_only)
 
-    async def add_write_perm(self, name: str | None) -> int:
-        return await self._admin.add_write_perm(name)
+    async def add_write_perm(self, name: str | None, *, known_only: bool = False) -> int:
+        return await self._admin.add_write_perm(name, known_only=known_only)
 
     async def broker_member_group(self, name: str | None) -> dict[int, str]:
         return await self._admin.broker_member_group(name)
@@ -212,5 +212,6 @@ class NameServer:
     def config_values(self) -> dict[str, str]:
         return self._admin.config_values()
 
-    async def update_config_values(self, values: dict[str, str]) -> dict[str, str]:
-        return await self._admin.update_config_values(values)
+    async def update_config_values(self, values: dict[str, str], *,
+                                   known_only: bool = False) -> dict[str, str]:
+        return await self._admin.update_config_values(values, known_only=known_only)

@@ -67,6 +67,9 @@ TYPED_DEFAULTS: dict[str, tuple[str, str]] = {
     "useEpollNativeSelector": (_BOOL, "false"),
 }
 DEFAULTS: dict[str, str] = {key: default for key, (_, default) in TYPED_DEFAULTS.items()}
+# NettyServerConfig keys that are each worker's own (reported by 319 from ``static``), with the
+# flag that sets them.
+WORKER_KEYS = {"listenPort": "--remoting-port", "bindAddress": "--host"}
 _JAVA_TRIMMED = "".join(map(chr, range(33)))
 _BOUNDS = {_INT: (-(1 << 31), (1 << 31) - 1), _LONG: (-(1 << 63), (1 << 63) - 1)}
 

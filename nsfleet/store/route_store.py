@@ -605,6 +605,13 @@ class RouteStore:
     async def topic_exists(self, topic: str) -> bool:
         return bool(await self.redis.sismember(self.keys.topics, topic))
 
+    async def unknown_groups(self, names: Sequence[str]) -> list[str]:
+        """The broker groups among ``names`` that no registration created (one round trip)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for name in names:
+            pipe.exists(self.keys.group(name))
+        return [n for n, found in zip(names, await pipe.execute(), strict=True) if not found]
+
     async def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV: only known broker groups; returns rows written."""
         validation.route_topic(topic)

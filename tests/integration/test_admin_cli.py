@@ -169,12 +169,17 @@ def test_write_perm(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
     assert _json(capsys, fleet, "add-write-perm", "broker-b") == {"addTopicCount": 2}
     code, out, _ = _run(capsys, fleet, "add-write-perm", "broker-b")
     assert code == 0 and "added the write perm of broker broker-b in 2 topics" in out
-    assert _json(capsys, fleet, "wipe-write-perm", "no-such-broker") == {"wipeTopicCount": 0}
+    # A group no broker registered: Java answers a count of 0; a person is told (exit 1).
+    for action in ("wipe-write-perm", "add-write-perm"):
+        code, out, err = _run(capsys, fleet, action, "no-such-broker")
+        assert code == 1 and out == ""
+        assert err == (f"nsfleet admin {action}: no broker group no-such-broker is registered: "
+                       "nothing changed (check the name: nsfleet admin cluster-list)\n")
 
 
 def test_changes_show_the_fleets_history_from_any_worker(
         fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
-    assert fleet.post("/v1/brokers/broker-c-changes/wipe-write-perm", {}) == {"wipeTopicCount": 0}
+    assert fleet.post("/v1/brokers/broker-b/add-write-perm", {}) == {"addTopicCount": 2}
     per_worker = []
     for url in fleet.urls:
         code = main(["admin", "--server", url, "changes", "--json", "--limit", "1000"])
@@ -183,8 +188,8 @@ def test_changes_show_the_fleets_history_from_any_worker(
         per_worker.append(json.loads(out)["changes"])
     assert per_worker[0] == per_worker[1]  # one history, whichever worker answers
     changes = per_worker[0]
-    assert changes[0]["action"] == "write perm wiped"
-    assert changes[0]["detail"]["broker_name"] == "broker-c-changes"
+    assert changes[0]["action"] == "write perm added"
+    assert changes[0]["detail"]["broker_name"] == "broker-b"
     registered = {c["detail"]["broker_addr"] for c in changes if c["action"] == "broker registered"}
     assert {addr for *_, addr in BROKERS} <= registered
     # The fixture registered through the last worker, the wipe above too; other tests of this
@@ -195,7 +200,7 @@ def test_changes_show_the_fleets_history_from_any_worker(
     assert {c["worker"] for c in changes} <= {fleet.get("/v1/status", i)["workerId"]
                                               for i in range(len(fleet.urls))}
     code, out, _ = _run(capsys, fleet, "changes", "--limit", "2")
-    assert code == 0 and "Recent changes (2)" in out and "write perm wiped" in out
+    assert code == 0 and "Recent changes (2)" in out and "write perm added" in out
     with pytest.raises(SystemExit) as info:  # usage errors are argparse's: status 2
         main(["admin", "--server", fleet.servers, "changes", "--limit", "0"])
     assert info.value.code == 2 and "between 1 and 1000" in capsys.readouterr().err
@@ -254,7 +259,14 @@ def test_every_command_over_the_remoting_protocol(fleet: Fleet,
     assert ok("kv", "list", "rem-ns") == {"table": {"k": "v"}}
     ok("kv", "delete", "rem-ns", "k")
     assert len(ok("namesrv-config", "get")["config"]) == 40
-    assert ok("wipe-write-perm", "no-such-broker") == {"wipeTopicCount": 0}
+    # Unknown targets: the remoting answers are Java's (SUCCESS, count 0; unknown keys
+    # ignored), so the CLI checks the cluster info and the config listing itself.
+    code, _, err = _remoting(capsys, fleet, "wipe-write-perm", "no-such-broker")
+    assert code == 1 and "no broker group no-such-broker is registered" in err
+    code, _, err = _remoting(capsys, fleet, "namesrv-config", "set", "noSuchKey=1",
+                             "orderMessageEnable=false")
+    assert code == 1 and err == ("nsfleet admin namesrv-config: unknown keys: noSuchKey (the "
+                                 "NameServer's config lists no such key); nothing sent\n")
     code, _, err = _remoting(capsys, fleet, "topic-route", "NoSuchTopic")
     assert code == 1 and "No topic route info in name server for the topic: NoSuchTopic" in err
     brokers = ok("broker-list")["brokers"]
@@ -305,7 +317,20 @@ def test_errors_are_one_line_on_stderr(fleet: Fleet, capsys: pytest.CaptureFixtu
         _, err = capsys.readouterr()
         assert code == 1 and err.count("\n") == 1
         assert err.startswith("nsfleet admin cluster-list: over HTTP, no nsfleet worker answered")
-        assert "503 draining" in err
+        assert "answered 503 draining" in err and "-n HOST:9876" in err  # for the dead one
+        # Every worker answered: reported as such, without the remoting-port hint.
+        unavailable = f"http://127.0.0.1:{server.server_port}"
+        monkeypatch.setenv("NSFLEET_SERVER", unavailable)
+        code = main(["admin", "cluster-list"])
+        err = capsys.readouterr().err
+        assert code == 1 and err == ("nsfleet admin cluster-list: the worker answered: draining "
+                                     f"(HTTP 503 from {unavailable})\n")
+        monkeypatch.setenv("NSFLEET_SERVER", f"{unavailable},http://localhost:{server.server_port}")
+        code = main(["admin", "cluster-list"])
+        err = capsys.readouterr().err
+        assert code == 1 and err == (
+            f"nsfleet admin cluster-list: every worker answered with an error: {unavailable}: "
+            f"draining (HTTP 503); http://localhost:{server.server_port}: draining (HTTP 503)\n")
     finally:
         server.shutdown()
         server.server_close()
@@ -335,6 +360,16 @@ def test_namesrv_config_get_and_set(fleet: Fleet, capsys: pytest.CaptureFixture[
     out = _json(capsys, fleet, "namesrv-config", "set", "orderMessageEnable=TRUE",
                 "waitSecondsForService=abc")
     assert out == {"applied": {"orderMessageEnable": "true"}}
+    code, out_text, err = _run(capsys, fleet, "namesrv-config", "set", "waitSecondsForService=x")
+    assert code == 0 and err == ("nsfleet admin namesrv-config: warning: not applied, as Java "
+                                 "does not apply a value it cannot parse (the key keeps its "
+                                 "value): waitSecondsForService=x\n")
+    # An unknown key (Java ignores it silently): exit 1, named, nothing applied.
+    code, out_text, err = _run(capsys, fleet, "namesrv-config", "set", "noSuchKey=1",
+                               "orderMessageEnable=false")
+    assert code == 1 and out_text == ""
+    assert err == ("nsfleet admin namesrv-config: not a fleet-wide NameServer config key: "
+                   "unknown keys: noSuchKey; nothing applied\n")
     code, _, err = _run(capsys, fleet, "namesrv-config", "set", "kvConfigPath=/tmp/x")
     assert code == 1 and "Can not update config in black list." in err
     code, out_text, _ = _run(capsys, fleet, "namesrv-config", "get")

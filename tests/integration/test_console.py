@@ -76,6 +76,16 @@ def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path
         assert groups.text.count("alive") == 3 and "10.0.0.3:10911" in groups.text
         assert "broker-a:4;broker-b:4" in browser.find_element("id", "kv").text
         assert "orderMessageEnable" in browser.find_element("id", "config").text
+        # Each kind badge ("normal") on one line and inside its cell, at 1400 px and at the
+        # narrowest width of the two-panel layout.
+        for width in (1400, 1301):
+            browser.set_window_size(width, 900)
+            badges = browser.execute_script(
+                "return [...document.querySelectorAll('#topics .kind')].map(b => ["
+                "b.textContent, b.getClientRects().length,"
+                "b.getBoundingClientRect().right <= b.closest('td').getBoundingClientRect().right"
+                "])")
+            assert badges and all(b == ["normal", 1, True] for b in badges), (width, badges)
 
         # broker-b dies (no heartbeat since its registration): it leaves the page at its
         # deadline, without a reload.

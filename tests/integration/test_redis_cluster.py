@@ -87,6 +87,7 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     assert await store.query_data_version("c1", MASTER.addr, MASTER.data_version) == (
         False, MASTER.data_version)
     assert {b.broker_addr for b in await store.live_brokers()} == {MASTER.addr, SLAVE.addr}
+    assert await store.unknown_groups(["broker-a", "nobody", "broker-a"]) == ["nobody"]
     assert await store.register_topic("T3", [QueueData("broker-a", 4, 4, 6)]) == 1
     assert await store.wipe_write_perm("broker-a") == 3
     assert await store.add_write_perm("broker-a") == 3

@@ -147,9 +147,24 @@ async def test_topic_delete_register_and_perm(client: TestClient) -> None:
     await _json(await client.put("/v1/topics/T9", json={"queueDatas": [qd]}), 200)
     assert (await _json(await client.get("/v1/routes/T9"), 200))["queueDatas"][0][
         "readQueueNums"] == 2
+    # A group no broker registered: Java skips it (REGISTER_TOPIC_IN_NAMESRV still does); the
+    # HTTP API names it and writes nothing, not even the known groups before it.
     unknown = {**qd, "brokerName": "nobody"}
-    out = await _json(await client.put("/v1/topics/T10", json={"queueDatas": [unknown]}), 200)
-    assert out == {"writtenQueueDatas": 0}
+    out = await _json(await client.put("/v1/topics/T9", json={"queueDatas": [
+        {**qd, "readQueueNums": 5}, unknown]}), 400)
+    assert out == {"code": 400, "error": "queueDatas[1].brokerName: no broker group nobody is "
+                   "registered (a topic is written to registered broker groups only); nothing "
+                   "written"}
+    assert (await _json(await client.get("/v1/routes/T9"), 200))["queueDatas"][0][
+        "readQueueNums"] == 2
+    await _json(await client.put("/v1/topics/T10", json={"queueDatas": [unknown]}), 400)
+    await _json(await client.get("/v1/routes/T10"), 404)
+    # Write perm of a group no broker registered: Java answers a count of 0 (so does remoting).
+    for action in ("wipe-write-perm", "add-write-perm"):
+        out = await _json(await client.post(f"/v1/brokers/nobody/{action}"), 404)
+        assert out == {"code": 404, "error": "no broker group nobody is registered: nothing "
+                       "changed (check the name: nsfleet admin cluster-list)"}
+    await _json(await client.post("/v1/brokers/bad:name/wipe-write-perm"), 404)
 
 
 async def test_kv(client: TestClient) -> None:
@@ -403,8 +418,17 @@ async def test_a_config_change_that_alters_routes_reaches_long_polls(client: Tes
 async def test_namesrv_config_over_http(client: TestClient) -> None:
     config = (await _json(await client.get("/v1/namesrv-config"), 200))["config"]
     assert len(config) == 38 and config["enableTopicList"] == "true"  # no listenPort here
+    # Unknown keys (Java ignores them silently): refused, named, nothing applied.
     out = await _json(await client.put("/v1/namesrv-config", json={
-        "enableTopicList": False, "waitSecondsForService": "abc", "unknownKey": 1}), 200)
+        "enableTopicList": False, "unknownKey": 1, "listenPort": 9877}), 400)
+    assert out == {"code": 400, "error": "not a fleet-wide NameServer config key: unknown keys: "
+                   "unknownKey; each worker's own, set by its flags: listenPort "
+                   "(--remoting-port); nothing applied"}
+    assert (await _json(await client.get("/v1/namesrv-config"), 200))["config"][
+        "enableTopicList"] == "true"
+    # A value Java cannot parse leaves the key as it was, as in Java.
+    out = await _json(await client.put("/v1/namesrv-config", json={
+        "enableTopicList": False, "waitSecondsForService": "abc"}), 200)
     assert out == {"applied": {"enableTopicList": "false"}}
     assert (await _json(await client.get("/v1/topics/unit"), 403))["error"].startswith("disable")
     refused = await _json(await client.put("/v1/namesrv-config",

@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,33 @@ from nsfleet.simulate_plan import make_plan
 REPO = Path(__file__).resolve().parents[2]
 
 
-def quick_tour() -> list[str]:
+@dataclass(frozen=True)
+class Step:
+    command: str
+    said: str  # the comment lines just above it, and its own trailing comment
+
+
+def tour_steps() -> list[Step]:
+    """The tour's commands in order (continuation lines joined), each with its comments."""
     text = (REPO / "README.md").read_text()
     section = text.split("## Quick tour", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    # Continuation lines joined, comments dropped: one command per entry.
-    joined = block.replace("\\\n", " ")
-    return [line.split("  #", 1)[0].strip() for line in joined.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    steps, above = [], []
+    for line in block.replace("\\\n", " ").splitlines():
+        stripped = line.strip()
+        if not stripped:
+            above = []
+        elif stripped.startswith("#"):
+            above.append(stripped)
+        else:
+            command, _, trailing = stripped.partition("  #")
+            steps.append(Step(command.strip(), "\n".join([*above, trailing])))
+            above = []
+    return steps
+
+
+def quick_tour() -> list[str]:
+    return [step.command for step in tour_steps()]
 
 
 def test_the_venv_is_activated_before_the_first_bare_nsfleet() -> None:
@@ -51,7 +71,7 @@ def test_the_order_conf_example_names_groups_that_serve_the_topic() -> None:
 @pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
                     reason="not a git checkout")
 def test_the_analytics_report_directory_is_ignored_by_git() -> None:
-    out = next(c for c in quick_tour() if c.startswith("nsfleet analytics"))
+    out = next(c for c in quick_tour() if "nsfleet analytics" in c)
     report = re.search(r"--out (\S+)", out).group(1)  # type: ignore[union-attr]
     done = subprocess.run(["git", "check-ignore", "-q", f"{report}/summary.md"], cwd=REPO,
                           check=False)
@@ -62,3 +82,27 @@ def test_the_fleet_wide_change_history_is_where_the_audit_trail_points() -> None
     text = (REPO / "README.md").read_text()
     audit = text.split("Audit trail:", 1)[1].split("\n\n", 1)[0]
     assert "nsfleet admin changes" in audit and "GET /v1/changes" in audit
+
+
+def test_what_runs_until_ctrl_c_is_not_backgrounded_or_bounded() -> None:
+    """Workers and the simulation run in terminals of their own until Ctrl-C: a --duration (or a
+    background job) would end the brokers before the later steps look at them."""
+    simulate = next(c for c in quick_tour() if c.startswith("nsfleet simulate "))
+    assert "--duration" not in simulate and not simulate.endswith("&")
+    assert all(not c.endswith("&") for c in quick_tour())
+
+
+def test_the_spark_extra_goes_in_a_venv_of_its_own() -> None:
+    """Installing it into .venv-serve would reinstall nsfleet under the running workers."""
+    commands = quick_tour()
+    installs = [c for c in commands if "pip install" in c]
+    assert installs and all(".venv-serve" not in c for c in installs)
+    venv = re.search(r"python3 -m venv (\S+) && \1/bin/pip install '\.\[spark\]'",
+                     " ".join(installs))
+    assert venv, installs
+    analytics = next(c for c in commands if "nsfleet analytics" in c)
+    assert analytics.startswith(f"{venv.group(1)}/bin/nsfleet analytics")
+    if shutil.which("git") is not None and (REPO / ".git").exists():
+        done = subprocess.run(["git", "check-ignore", "-q", f"{venv.group(1)}/bin/python"],
+                              cwd=REPO, check=False)
+        assert done.returncode == 0, f"{venv.group(1)}/ is not in .gitignore"

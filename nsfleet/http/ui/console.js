@@ -265,9 +265,9 @@ function topicsByGroup() {
 // --- the tables -------------------------------------------------------------------------------
 
 const topicGrid = new Grid($("topics"), $("topics-pager"), [
-  {key: "topic", label: "Topic", width: "23%", sort: (r) => r.topic,
+  {key: "topic", label: "Topic", width: "21%", sort: (r) => r.topic,
    cell: (r) => link(r.topic, () => showTopic(r.topic))},
-  {key: "kind", label: "Kind", width: "7%", sort: (r) => r.kind,
+  {key: "kind", label: "Kind", width: "9%", sort: (r) => r.kind,
    cell: (r) => node("span", r.kind, "kind")},
   {key: "groups", label: "Groups", width: "20%", sort: (r) => r.groups,
    cell: (r) => r.groups || "-"},
