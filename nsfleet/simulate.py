@@ -38,6 +38,7 @@ from rich.progress import (
 )
 
 from nsfleet.client.broker_agent import BrokerAgent
+from nsfleet.client.broker_loop import BrokerLoop
 from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
 from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
 from nsfleet.client.remoting import client_tls_context, parse_addrs
@@ -46,7 +47,7 @@ from nsfleet.simulate_plan import Plan, make_plan
 
 START_CONCURRENCY = 32  # registrations in flight while starting
 REFRESH = 0.2  # seconds between display updates
-Agent = BrokerAgent | RemotingBrokerAgent
+Agent = BrokerLoop
 
 
 @dataclass(slots=True)
@@ -156,9 +157,7 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
 
             async def close(agent: Agent) -> bool:
                 try:
-                    if isinstance(agent, RemotingBrokerAgent):
-                        return await agent.close()  # --keep is refused with -n
-                    return await agent.close(unregister=not keep)
+                    return await agent.close(unregister=not keep)  # --keep is refused with -n
                 finally:
                     progress.advance(unreg)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nsfleet.client.broker_agent import BrokerIdentity
+from nsfleet.client.broker_loop import BrokerIdentity
 from nsfleet.client.remoting import NamesrvClient
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.domain.model import TopicConfig
