@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from nsfleet.client.connection import ConnectOptions, is_http
 from nsfleet.client.http import ApiError, FleetHttp, path
 from nsfleet.client.remoting import NamesrvClient, RemotingError
 from nsfleet.domain.errors import ResponseCode
@@ -179,3 +180,12 @@ class RemotingApi:
 
 
 Api = HttpApi | RemotingApi
+
+
+def open_api(spec: str, opts: ConnectOptions) -> Api:
+    """``http(s)://...[,...]``: an nsfleet fleet's HTTP API; else remoting addresses (mqadmin's
+    ``-n``), each with the options its protocol uses."""
+    if is_http(spec):
+        return HttpApi(FleetHttp(spec, timeout=opts.timeout, token=opts.token))
+    return RemotingApi(NamesrvClient(spec, timeout=opts.timeout, tls=opts.tls,
+                                     access_key=opts.access_key, secret_key=opts.secret_key))

@@ -24,13 +24,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nsfleet.admin.api import Api, HttpApi, RemotingApi
+from nsfleet.admin.api import Api, open_api
 from nsfleet.admin.diff import COMPARE_ERRORS, open_sides
-from nsfleet.admin.name_service import is_http, kv_tables
+from nsfleet.admin.name_service import kv_tables
 from nsfleet.admin.snapshot import ANSWER_CONFIG
-from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
-from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, FleetHttp
-from nsfleet.client.remoting import NamesrvClient
+from nsfleet.client.connection import ConnectOptions
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
 FROM_N = "<-n>"  # --from given without a value: the -n addresses are the source
@@ -79,16 +78,8 @@ def _specs(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _writer(args: argparse.Namespace, target: str) -> Api:
-    timeout = getattr(args, "timeout", 5.0)
-    if is_http(target):
-        return HttpApi(FleetHttp(target, timeout=timeout,
-                                 token=read_secret(getattr(args, "token_file", None),
-                                                   "--token-file", TOKEN_ENV)))
-    access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
-    secret_key = read_secret(getattr(args, "secret_key_file", None), "--secret-key-file",
-                             SECRET_KEY_ENV)
-    return RemotingApi(NamesrvClient(target, timeout=timeout, access_key=access_key,
-                                     secret_key=secret_key))
+    """The target, written through its API with every connection option (TLS too)."""
+    return open_api(target, ConnectOptions.from_args(args))
 
 
 async def apply(api: Api, changes: list[ConfigEdit]) -> None:

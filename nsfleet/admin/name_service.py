@@ -10,10 +10,10 @@ Both answer the same JSON shapes: the route as TopicRouteData, cluster info as C
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from nsfleet.client.connection import ConnectOptions, is_http
 from nsfleet.client.http import ApiError, FleetHttp, path
 from nsfleet.client.pipeline import PipelinedNamesrv
 from nsfleet.client.remoting import RemotingError
@@ -47,10 +47,6 @@ class NameService(Protocol):
     async def config(self) -> dict[str, str]: ...
 
     async def close(self) -> None: ...
-
-
-def is_http(spec: str) -> bool:
-    return spec.strip().lower().startswith(("http://", "https://"))
 
 
 class RemotingNameService:
@@ -160,14 +156,13 @@ class HttpNameService:
         await self.http.close()
 
 
-def open_name_service(spec: str, *, timeout: float, token: str | None = None,
-                      tls: ssl.SSLContext | None = None, access_key: str | None = None,
-                      secret_key: str | None = None) -> NameService:
+def open_name_service(spec: str, opts: ConnectOptions) -> NameService:
     """``http(s)://...[,...]``: an nsfleet fleet's HTTP API; else remoting addresses."""
     if is_http(spec):
-        return HttpNameService(FleetHttp(spec, timeout=timeout, token=token))
-    return RemotingNameService(PipelinedNamesrv(spec, timeout=timeout, tls=tls,
-                                                access_key=access_key, secret_key=secret_key))
+        return HttpNameService(FleetHttp(spec, timeout=opts.timeout, token=opts.token))
+    return RemotingNameService(PipelinedNamesrv(spec, timeout=opts.timeout, tls=opts.tls,
+                                                access_key=opts.access_key,
+                                                secret_key=opts.secret_key))
 
 
 async def kv_tables(side: NameService,
