@@ -1,0 +1,74 @@
+"""Issue 30: a real RocketMQ 4.9.8 broker registers with a fleet of two workers (and, in another
+case, finds a worker through the address server); every worker answers routes, cluster info and
+topic lists as the Java NameServer the same broker registered with, as the 4.9.8 client decodes
+them; ``nsfleet admin diff`` finds them equal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsfleet.redis_server import RedisServer
+from tests.java.answers import by_ns
+from tests.java.conftest import fleet_env, remoting
+from tests.support import java_rocketmq as jr
+from tests.support.workers import started
+
+READS = ("route:TBW102", "route:broker-a", "route:DefaultCluster", "route:NoSuchTopic",
+         "cluster", "topics", "bycluster:DefaultCluster")
+
+
+def test_every_worker_answers_as_the_java_namesrv(broker_a: jr.Broker, every_ns: list[str],
+                                                  nsadmin: Path) -> None:
+    answers = by_ns(jr.admin(nsadmin, every_ns, *READS))
+    java = answers[every_ns[-1]]
+    assert java["route:TBW102"]["brokerDatas"][0]["brokerAddrs"] == {"0": broker_a.addr}
+    assert java["route:NoSuchTopic"] == ("error", 17)
+    for worker in every_ns[:-1]:
+        assert answers[worker] == java, worker
+
+
+def test_e2e_route_mode_decodes_the_same(broker_a: jr.Broker, every_ns: list[str]) -> None:
+    """e2e.sh --route (the shared tool's own reader) on a worker and on the Java NameServer."""
+    worker, java = jr.route_as_decoded(every_ns[0], "TBW102"), jr.route_as_decoded(every_ns[-1],
+                                                                                 "TBW102")
+    assert worker["ROUTE"] == java["ROUTE"]
+    assert worker["CLUSTER"] == java["CLUSTER"]
+    assert sorted(worker["TOPICS"]["topicList"]) == sorted(java["TOPICS"]["topicList"])
+
+
+def test_admin_diff_finds_them_equal(broker_a: jr.Broker, every_ns: list[str]) -> None:
+    for worker in every_ns[:-1]:
+        done = subprocess.run([sys.executable, "-m", "nsfleet", "admin", "diff", "--json",
+                               every_ns[-1], worker], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["equal"] is True
+
+
+def test_broker_finds_a_worker_through_the_address_server(
+        java_home: Path, redis_server: RedisServer, nsadmin: Path,
+        tmp_path: Path) -> None:
+    """No namesrvAddr: the 4.9.8 broker (fetchNamesrvAddrByAddressServer=true) reads the list
+    from http://{rocketmq.namesrv.domain}/rocketmq/{rocketmq.namesrv.domain.subgroup} (MixAll
+    .getWSAddr; 4.9.8 takes both as JVM system properties, 5.x as rmqAddressServerDomain and
+    rmqAddressServerSubGroup) 10 s after it starts, then registers on its next round."""
+    with started(fleet_env(redis_server, "java-address-server"), tmp_path, count=1) as (w,):
+        props = ("brokerName=broker-addr", "brokerClusterName=AddrCluster",
+                 "fetchNamesrvAddrByAddressServer=true", "registerNameServerPeriod=10000")
+        domain = (f"-Drocketmq.namesrv.domain=127.0.0.1:{w.http_port} "
+                  "-Drocketmq.namesrv.domain.subgroup=nsaddr")
+        with jr.broker(None, tmp_path / "broker-addr", *props,
+                       env={"JAVA_TOOL_OPTIONS": domain}) as b:
+            jr.wait_registered(remoting(w), "broker-addr", b.addr, timeout=90)
+            answers = jr.admin(nsadmin, [remoting(w)], "route:TBW102", "cluster")[remoting(w)]
+    route = answers["route:TBW102"]["ok"]
+    assert route["brokerDatas"] == [{"brokerAddrs": {"0": b.addr}, "brokerName": "broker-addr",
+                                     "cluster": "AddrCluster"}]
+    assert answers["cluster"]["ok"]["clusterAddrTable"] == {"AddrCluster": ["broker-addr"]}
+
+
+pytestmark = pytest.mark.timeout(600)
