@@ -9,12 +9,12 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * javac against the built jar into their temp dir). Each operation runs against each name server
  * on its own (an admin given one address), so one JVM answers for the fleet and the Java NameServer.
  *
- *   NsAdmin NS[,NS...] OP [OP...]      OP is name:arg:arg, one output line per NS and OP:
+ *   NsAdmin NS[,NS...] OP [OP...]      OP is name|arg|arg, one output line per NS and OP:
  *                                       NS TAB OP TAB {"ok": VALUE} | {"error": CODE, "message": ...}
- *   route:TOPIC  cluster  topics  bycluster:CLUSTER          reads (105, 106, 206, 224)
- *   kvput:NAMESPACE:KEY:VALUE  kvget:NAMESPACE:KEY  kvdel:NAMESPACE:KEY  kvlist:NAMESPACE
- *   wipe:BROKER_NAME  addperm:BROKER_NAME                    205, 327 (the count of topics)
- *   createtopic:BROKER_ADDR:TOPIC:READ:WRITE:PERM            to the broker, which re-registers
+ *   route|TOPIC  cluster  topics  bycluster|CLUSTER          reads (105, 106, 206, 224)
+ *   kvput|NAMESPACE|KEY|VALUE  kvget|NAMESPACE|KEY  kvdel|NAMESPACE|KEY  kvlist|NAMESPACE
+ *   wipe|BROKER_NAME  addperm|BROKER_NAME                    205, 327 (the count of topics)
+ *   createtopic|BROKER_ADDR|TOPIC|READ|WRITE|PERM            to the broker, which re-registers
  */
 public class NsAdmin {
     public static void main(String[] a) throws Exception {
@@ -29,7 +29,7 @@ public class NsAdmin {
             admin.start();
             try {
                 for (int i = 1; i < a.length; i++) {
-                    System.out.println(ns + "\t" + a[i] + "\t" + run(admin, ns, a[i].split(":", -1)));
+                    System.out.println(ns + "\t" + a[i] + "\t" + run(admin, ns, a[i].split("\\|", -1)));
                 }
             } finally {
                 admin.shutdown();

@@ -10,7 +10,7 @@ def normal(op: str, answer: dict[str, Any]) -> Any:
     if "error" in answer:
         return ("error", answer["error"])
     value = answer["ok"]
-    if op.startswith("route:") and isinstance(value, dict):
+    if op.startswith("route|") and isinstance(value, dict):
         return {**value,
                 "brokerDatas": sorted(value.get("brokerDatas") or [],
                                       key=lambda b: b["brokerName"]),

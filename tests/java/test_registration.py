@@ -18,16 +18,16 @@ from tests.java.conftest import fleet_env, remoting
 from tests.support import java_rocketmq as jr
 from tests.support.workers import started
 
-READS = ("route:TBW102", "route:broker-a", "route:DefaultCluster", "route:NoSuchTopic",
-         "cluster", "topics", "bycluster:DefaultCluster")
+READS = ("route|TBW102", "route|broker-a", "route|DefaultCluster", "route|NoSuchTopic",
+         "cluster", "topics", "bycluster|DefaultCluster")
 
 
 def test_every_worker_answers_as_the_java_namesrv(broker_a: jr.Broker, every_ns: list[str],
                                                   nsadmin: Path) -> None:
     answers = by_ns(jr.admin(nsadmin, every_ns, *READS))
     java = answers[every_ns[-1]]
-    assert java["route:TBW102"]["brokerDatas"][0]["brokerAddrs"] == {"0": broker_a.addr}
-    assert java["route:NoSuchTopic"] == ("error", 17)
+    assert java["route|TBW102"]["brokerDatas"][0]["brokerAddrs"] == {"0": broker_a.addr}
+    assert java["route|NoSuchTopic"] == ("error", 17)
     for worker in every_ns[:-1]:
         assert answers[worker] == java, worker
 
@@ -64,8 +64,8 @@ def test_broker_finds_a_worker_through_the_address_server(
         with jr.broker(None, tmp_path / "broker-addr", *props,
                        env={"JAVA_TOOL_OPTIONS": domain}) as b:
             jr.wait_registered(remoting(w), "broker-addr", b.addr, timeout=90)
-            answers = jr.admin(nsadmin, [remoting(w)], "route:TBW102", "cluster")[remoting(w)]
-    route = answers["route:TBW102"]["ok"]
+            answers = jr.admin(nsadmin, [remoting(w)], "route|TBW102", "cluster")[remoting(w)]
+    route = answers["route|TBW102"]["ok"]
     assert route["brokerDatas"] == [{"brokerAddrs": {"0": b.addr}, "brokerName": "broker-addr",
                                      "cluster": "AddrCluster"}]
     assert answers["cluster"]["ok"]["clusterAddrTable"] == {"AddrCluster": ["broker-addr"]}

@@ -31,7 +31,7 @@ from tests.support.remoting_client import RemotingClient, loads_fastjson
 REPO = Path(__file__).resolve().parents[2]
 JAR_NAME = "rocketmq-4.9.8-built.jar"
 TOOL_SOURCE = REPO / "tests" / "java" / "NsAdmin.java"
-GET_BROKER_CLUSTER_INFO = 106
+GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 
 
 def shared_dir() -> Path | None:
@@ -359,3 +359,17 @@ def wait_registered(namesrv_addr: str, broker_name: str, addr: str, broker_id: s
             raise AssertionError(f"{addr} never registered with {namesrv_addr}")
         time.sleep(0.1)
     return time.monotonic() - t0
+
+
+async def _route_code(addr: str, topic: str) -> int:
+    host, port = addr.rsplit(":", 1)
+    client = await RemotingClient.connect(int(port), host)
+    try:
+        return (await client.request(GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
+    finally:
+        client.writer.close()
+
+
+def route_code(namesrv_addr: str, topic: str) -> int:
+    """The response code of ``namesrv_addr``'s 105 for ``topic`` (0: it has a route)."""
+    return asyncio.run(_route_code(namesrv_addr, topic))
