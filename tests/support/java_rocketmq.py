@@ -71,15 +71,16 @@ def _java_major() -> int | None:
 def unavailable() -> str | None:
     """Why the Java pieces cannot run here (None when they can)."""
     home = shared_dir()
-    if home is None:
-        return "shared/java-rocketmq (the built RocketMQ 4.9.8 jar) not found"
+    if home is None or not (home / JAR_NAME).is_file():
+        return f"{home or 'shared/java-rocketmq'}: the built RocketMQ 4.9.8 jar not found"
     major = _java_major()
     if major is None or major < 17:
         return f"Java 17 not found (java -version: {major})"
     try:
         classpath()
-    except subprocess.CalledProcessError as exc:
-        return f"{home}/deps.sh --check failed: {exc.stderr.strip()}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = exc.stderr.strip() if isinstance(exc, subprocess.CalledProcessError) else exc
+        return f"{home}/deps.sh --check failed: {detail}"
     return None
 
 
