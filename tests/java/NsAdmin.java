@@ -15,6 +15,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   kvput|NAMESPACE|KEY|VALUE  kvget|NAMESPACE|KEY  kvdel|NAMESPACE|KEY  kvlist|NAMESPACE
  *   wipe|BROKER_NAME  addperm|BROKER_NAME                    205, 327 (the count of topics)
  *   createtopic|BROKER_ADDR|TOPIC|READ|WRITE|PERM            to the broker, which re-registers
+ *   brokertopics|BROKER_ADDR                                 the broker's own topic configs
  */
 public class NsAdmin {
     public static void main(String[] a) throws Exception {
@@ -71,6 +72,7 @@ public class NsAdmin {
                     Integer.parseInt(op[5]));
                 admin.createAndUpdateTopicConfig(op[1], tc);
                 return "done";
+            case "brokertopics": return admin.getAllTopicConfig(op[1], 5000).getTopicConfigTable();
             default: throw new IllegalArgumentException("unknown operation " + op[0]);
         }
     }

@@ -32,6 +32,24 @@ def test_every_worker_answers_as_the_java_namesrv(broker_a: jr.Broker, every_ns:
         assert answers[worker] == java, worker
 
 
+def test_every_worker_routes_what_the_broker_holds(broker_a: jr.Broker, every_ns: list[str],
+                                                   nsadmin: Path) -> None:
+    """Each topic config the broker holds (its own answer to GET_ALL_TOPIC_CONFIG) is in every
+    worker's topic list and route, with the broker's queue counts, perm and sysflag."""
+    op = f"brokertopics|{broker_a.addr}"
+    held = jr.admin(nsadmin, [every_ns[-1]], op)[every_ns[-1]][op]["ok"]
+    assert "TBW102" in held and len(held) >= 5
+    answers = jr.admin(nsadmin, every_ns[:-1], "topics", *(f"route|{t}" for t in held))
+    for worker, ops in answers.items():
+        assert set(held) <= set(ops["topics"]["ok"]), worker
+        for topic, conf in held.items():
+            (queue,) = [q for q in ops[f"route|{topic}"]["ok"]["queueDatas"]
+                        if q["brokerName"] == "broker-a"]
+            assert (queue["readQueueNums"], queue["writeQueueNums"], queue["perm"],
+                    queue["topicSysFlag"]) == (conf["readQueueNums"], conf["writeQueueNums"],
+                                               conf["perm"], conf["topicSysFlag"]), (worker, topic)
+
+
 def test_e2e_route_mode_decodes_the_same(broker_a: jr.Broker, every_ns: list[str]) -> None:
     """e2e.sh --route (the shared tool's own reader) on a worker and on the Java NameServer."""
     worker, java = jr.route_as_decoded(every_ns[0], "TBW102"), jr.route_as_decoded(every_ns[-1],
