@@ -20,11 +20,14 @@ MESSAGES = 1000
 
 def test_messages_flow_while_a_worker_dies(broker_a: jr.Broker, fleet: list[WorkerProcess],
                                            redis_server: RedisServer, tmp_path: Path) -> None:
-    """The client is given a third worker first and one of the pair; the third is SIGKILLed as
-    the producer and consumer start: every message arrives, routes come from the survivor."""
+    """The client's list names a third worker twice and one of the pair once (a Java client
+    starts at a random entry and moves to the next when one fails); the third is SIGKILLed once
+    the tool's admin has read the route, as its producer and consumer start: every message
+    arrives, their routes come from the survivor."""
     doomed = WorkerProcess(fleet_env(redis_server, NAMESPACE), tmp_path / "doomed.log").start()
     try:
-        run = jr.e2e_popen(f"{remoting(doomed)};{remoting(fleet[0])}", "E2EFailover", MESSAGES)
+        addrs = f"{remoting(doomed)};{remoting(doomed)};{remoting(fleet[0])}"
+        run = jr.e2e_popen(addrs, "E2EFailover", MESSAGES)
         assert run.stdout is not None
         lines = []
         for line in run.stdout:

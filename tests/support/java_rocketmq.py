@@ -17,11 +17,11 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -135,6 +135,7 @@ class JavaProcess:
     argv: list[str]
     log: Path
     env: dict[str, str] = field(default_factory=dict)
+    port: int = 0  # what it listens on once started
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> JavaProcess:
@@ -187,8 +188,6 @@ class JavaProcess:
 
 @dataclass
 class NameServer(JavaProcess):
-    port: int = 0
-
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
@@ -196,7 +195,6 @@ class NameServer(JavaProcess):
 
 @dataclass
 class Broker(JavaProcess):
-    port: int = 0
     store: Path = Path()
 
     @property
@@ -204,16 +202,38 @@ class Broker(JavaProcess):
         return f"127.0.0.1:{self.port}"
 
 
+P = TypeVar("P", bound=JavaProcess)
+START_ATTEMPTS = 3  # a JVM binds a second or more after its port was picked: another may take it
+
+
+def _started(make: Callable[[], P]) -> P:
+    """Start what ``make`` builds (fresh ports each time), again when it exits before listening
+    (its port was taken meanwhile)."""
+    for attempt in range(START_ATTEMPTS):
+        proc = make()
+        try:
+            proc.start().wait_port(proc.port)
+            return proc
+        except RuntimeError:
+            proc.stop()
+            if attempt == START_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def namesrv(work: Path) -> Iterator[NameServer]:
     """The Java NameServer on a free port, ready (listening); stopped afterwards."""
     home = require()
-    port = free_port()
     work.mkdir(parents=True, exist_ok=True)
-    ns = NameServer("java-namesrv", [str(home / "namesrv.sh"), str(port), str(work)],
-                    work / "namesrv.sh.log", port=port)
+
+    def make() -> NameServer:
+        port = free_port()
+        return NameServer("java-namesrv", [str(home / "namesrv.sh"), str(port), str(work)],
+                          work / "namesrv.sh.log", port=port)
+
+    ns = _started(make)
     try:
-        ns.start().wait_port(port)
         yield ns
     finally:
         ns.stop()
@@ -255,9 +275,8 @@ def broker_process(namesrv_addrs: str | None, store: Path, *props: str,
 def broker(namesrv_addrs: str | None, store: Path, *props: str,
            env: dict[str, str] | None = None) -> Iterator[Broker]:
     """A running broker (listening on its port); stopped and its store removed afterwards."""
-    b = broker_process(namesrv_addrs, store, *props, env=env)
+    b = _started(lambda: broker_process(namesrv_addrs, store, *props, env=env))
     try:
-        b.start().wait_port(b.port)
         yield b
     finally:
         b.stop()
