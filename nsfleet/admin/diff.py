@@ -7,6 +7,10 @@ NameServer config keys that change answers, then reports each difference by kind
 and field, with the topics it appears in. A difference is re-read after ``--settle`` seconds and
 reported only if it is still there (a broker registering mid-run is no difference).
 
+``--bytes`` (remoting sides only) also asks both sides the same requests and reports where the
+raw answers differ (admin/byte_diff.py), as a client of ``--client-version``; that report never
+changes the exit status.
+
 Exit status: 0 equal, 1 different, 2 could not compare (one line on stderr)."""
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from nsfleet.admin.name_service import NameService, open_name_service
+from nsfleet.admin.byte_diff import RawDifference, byte_differences
+from nsfleet.admin.name_service import (
+    NameService,
+    RemotingNameService,
+    is_http,
+    open_name_service,
+)
 from nsfleet.admin.snapshot import (
     ANSWER_CONFIG,
     Difference,
@@ -38,6 +48,7 @@ from nsfleet.client.connection import ConnectOptions
 from nsfleet.client.http import ApiError, FleetUnavailable
 from nsfleet.client.remoting import RemotingUnavailable
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
+from nsfleet.wire.codec import CURRENT_VERSION
 
 DEFAULT_SETTLE = 5.0
 DEFAULT_TIMEOUT = 10.0
@@ -52,12 +63,16 @@ class DiffResult:
     settled: int  # differences seen in the first read and gone after --settle
     compared: dict[str, int]
     seconds: float
+    raw: list[RawDifference] | None = None  # --bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {"equal": not self.differences, "a": self.a, "b": self.b,
-                "differences": [d.to_json() for d in self.differences],
-                "settled": self.settled, "compared": self.compared,
-                "seconds": round(self.seconds, 3)}
+        out = {"equal": not self.differences, "a": self.a, "b": self.b,
+               "differences": [d.to_json() for d in self.differences],
+               "settled": self.settled, "compared": self.compared,
+               "seconds": round(self.seconds, 3)}
+        if self.raw is not None:
+            out["bytes"] = [d.to_json() for d in self.raw]
+        return out
 
 
 class _Bar:
@@ -145,6 +160,17 @@ def render(result: DiffResult) -> list[Any]:
     return [head, table, Text(f"{summary}{settled}")]
 
 
+def render_raw(raw: list[RawDifference]) -> list[Any]:
+    if not raw:
+        return [Text("bytes: every answer identical")]
+    table = Table("Request", "Part", "A", "B", "Order only",
+                  title=Text(f"{len(raw)} raw differences (the exit status ignores them)"))
+    for d in raw:
+        table.add_row(*(Text(c) for c in (d.request, d.part, d.left, d.right,
+                                          "yes" if d.order_only else "")))
+    return [table]
+
+
 def sides_of(args: argparse.Namespace) -> list[str]:
     """The sides given: -n first, the positional ones, --server last (two in all)."""
     n, server = getattr(args, "namesrv_addr", None), getattr(args, "server", None)
@@ -160,8 +186,18 @@ async def _execute(args: argparse.Namespace, specs: list[str]) -> DiffResult:
     a, b = open_sides(args, specs)
     bar = _Bar(sys.stderr.isatty() and not getattr(args, "json", False))
     try:
-        return await run_diff(a, b, settle=args.settle, kv_namespaces=args.kv_namespace,
-                              bar=bar)
+        result = await run_diff(a, b, settle=args.settle, kv_namespaces=args.kv_namespace,
+                                bar=bar)
+        if getattr(args, "bytes", False):
+            if not (isinstance(a, RemotingNameService) and isinstance(b, RemotingNameService)):
+                raise ValueError("--bytes compares remoting answers: give two host:port sides")
+            info = await a.cluster_info()
+            result.raw = await byte_differences(
+                a, b, topics=set(await a.topics()) | set(await b.topics()),
+                clusters=(info.get("clusterAddrTable") or {}).keys(),
+                namespaces=await _namespaces((a, b), args.kv_namespace),
+                version=args.client_version)
+        return result
     finally:
         await a.close()
         await b.close()
@@ -179,6 +215,10 @@ def run(args: argparse.Namespace) -> int:
               f"an nsfleet http:// URL, with -n and --server counted), not {len(specs)}",
               file=sys.stderr)
         return NOT_COMPARED
+    if getattr(args, "bytes", False) and any(is_http(s) for s in specs):
+        print("nsfleet admin diff: --bytes compares remoting answers: give two host:port sides",
+              file=sys.stderr)
+        return NOT_COMPARED
     try:
         result = asyncio.run(_execute(args, specs))
     except COMPARE_ERRORS as exc:
@@ -189,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:
         console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
-        for renderable in render(result):
+        for renderable in render(result) + (render_raw(result.raw)
+                                             if result.raw is not None else []):
             console.print(renderable)
     return DIFFERENT if result.differences else EQUAL
 
@@ -209,5 +250,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--kv-namespace", action="append", default=[], metavar="NS",
                    help="also compare this KV namespace (repeatable; a remoting side cannot "
                         "list its namespaces)")
+    p.add_argument("--bytes", action="store_true",
+                   help="also report where the raw remoting answers differ byte by byte (code, "
+                        "remark, header version, extFields, body); never changes the exit status")
+    p.add_argument("--client-version", type=int, default=CURRENT_VERSION, metavar="V",
+                   help=f"--bytes asks as a client of this MQVersion ordinal (default "
+                        f"{CURRENT_VERSION}, 5.3.3; 409: 4.9.8)")
     p.set_defaults(func=run, admin_command="diff")
     return p

@@ -112,15 +112,17 @@ class PipelinedNamesrv:
         raise RemotingUnavailable(errors)
 
     async def call(self, code: int, ext_fields: dict[str, str] | None = None,
-                   body: bytes | None = None) -> RemotingCommand:
-        """The response to one request; RemotingUnavailable when the NameServer cannot be
-        reached, stops answering within the timeout or closes the connection."""
+                   body: bytes | None = None, *,
+                   version: int = CURRENT_VERSION) -> RemotingCommand:
+        """The response to one request, sent as a client of ``version`` (MQVersion ordinal);
+        RemotingUnavailable when the NameServer cannot be reached, stops answering within the
+        timeout or closes the connection."""
         async with self._lock:
             if not self._conns:
                 await self._connect()
         if self.credentials is not None:
             ext_fields = signature.sign(dict(ext_fields or {}), body, *self.credentials)
-        request = RemotingCommand(code=code, language="PYTHON", version=CURRENT_VERSION,
+        request = RemotingCommand(code=code, language="PYTHON", version=version,
                                   opaque=next(self._opaque), ext_fields=ext_fields, body=body,
                                   serialize_type=SerializeType.JSON)
         async with self._window:

@@ -138,10 +138,12 @@ class BrokerData(msgspec.Struct, gc=False):
     enable_acting_master: bool = False
     zone_name: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, acting_master: bool = True) -> dict[str, Any]:
+        """``acting_master=False``: as a 4.x NameServer writes it, without 5.0's field."""
         d: dict[str, Any] = {"brokerAddrs": dict(sorted(self.broker_addrs.items())),
-                             "brokerName": self.broker_name, "cluster": self.cluster,
-                             "enableActingMaster": self.enable_acting_master}
+                             "brokerName": self.broker_name, "cluster": self.cluster}
+        if acting_master:
+            d["enableActingMaster"] = self.enable_acting_master
         if self.zone_name:
             d["zoneName"] = self.zone_name
         return d
@@ -161,8 +163,9 @@ class TopicRouteData(msgspec.Struct, gc=False):
     # Static topics: brokerName -> TopicQueueMappingInfo, as the broker registered it.
     topic_queue_mapping_by_broker: dict[str, dict[str, Any]] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"brokerDatas": [b.to_dict() for b in self.broker_datas],
+    def to_dict(self, *, acting_master: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"brokerDatas": [b.to_dict(acting_master=acting_master)
+                                             for b in self.broker_datas],
                              "filterServerTable": dict(sorted(self.filter_server_table.items()))}
         if self.order_topic_conf is not None:
             d["orderTopicConf"] = self.order_topic_conf
@@ -185,8 +188,8 @@ class ClusterInfo:
     broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
     cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"brokerAddrTable": {n: b.to_dict()
+    def to_dict(self, *, acting_master: bool = True) -> dict[str, Any]:
+        return {"brokerAddrTable": {n: b.to_dict(acting_master=acting_master)
                                     for n, b in sorted(self.broker_addr_table.items())},
                 "clusterAddrTable": {c: sorted(ns)
                                      for c, ns in sorted(self.cluster_addr_table.items())}}

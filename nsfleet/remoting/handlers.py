@@ -13,7 +13,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsfleet.domain.errors import BadRequest, Crc32Mismatch, NameServerError, ValidationError
+from nsfleet.domain.errors import (
+    FAQ,
+    BadRequest,
+    Crc32Mismatch,
+    NameServerError,
+    ValidationError,
+)
 from nsfleet.domain.model import (
     BrokerRegistration,
     DataVersion,
@@ -26,6 +32,7 @@ from nsfleet.service.route_reads import RouteAnswer
 from nsfleet.wire.bodies import RegisterBody, crc32, decode_register_body
 from nsfleet.wire.codec import (
     V4_9_4,
+    V5_0_0,
     RemotingCommand,
     RequestCode,
     ResponseCode,
@@ -84,6 +91,13 @@ class Connection:
         return decoded
 
 
+# FAQUrl.suggestTodo(APPLY_TOPIC_URL) of 4.9.8 (5.x moved the page: errors.FAQ).
+FAQ_4X = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+# The remark of a response created with a header class (RemotingCommand.createResponseCommand)
+# that the processor never resets: 5.x's GET_BROKER_MEMBER_GROUP answers with it.
+UNSET_REMARK = "not set any response code"
+
+
 def ok(cmd: RemotingCommand, ext_fields: dict[str, str] | None = None,
        body: bytes | None = None) -> RemotingCommand:
     return make_response(cmd, ResponseCode.SUCCESS, ext_fields=ext_fields, body=body)
@@ -95,7 +109,10 @@ def error_response(cmd: RemotingCommand, exc: NameServerError,
     header class first answers even its refusals with ``"extFields":{}``; a malformed request
     (BadRequest) is an exception escaping the processor, answered without one."""
     ext = {} if response_header and not isinstance(exc, BadRequest) else None
-    return make_response(cmd, exc.code, remark=exc.remark, ext_fields=ext)
+    remark = exc.remark
+    if cmd.version < V5_0_0 and remark.endswith(FAQ):  # a 4.x NameServer's FAQ address
+        remark = remark.removesuffix(FAQ) + FAQ_4X
+    return make_response(cmd, exc.code, remark=remark, ext_fields=ext)
 
 
 # --- KV config -----------------------------------------------------------------------------------
@@ -176,8 +193,17 @@ async def broker_heartbeat(ns: NameServer, h: BrokerIdentityHeader, cmd: Remotin
     return ok(cmd)  # always SUCCESS, known broker or not
 
 
+# QueryDataVersionRequestHeader's @CFNotNull fields in declaration order: with extFields present,
+# Java's header decoding refuses the first one missing (RemotingCommandException).
+_QUERY_DATA_VERSION_NOT_NULL = ("brokerName", "brokerAddr", "clusterName", "brokerId")
+
+
 async def query_data_version(ns: NameServer, h: BrokerIdentityHeader, cmd: RemotingCommand,
                              conn: Connection) -> RemotingCommand:
+    if cmd.ext_fields is not None:
+        missing = [f for f in _QUERY_DATA_VERSION_NOT_NULL if cmd.ext_fields.get(f) is None]
+        if missing:
+            raise BadRequest(f"the custom field <{missing[0]}> is null")
     parsed = loads_lenient(cmd.body) if cmd.body else None
     if parsed is not None and not isinstance(parsed, dict):
         raise ValidationError("body", "must be a DataVersion JSON object")
@@ -201,29 +227,38 @@ async def get_broker_member_group(ns: NameServer, h: BrokerMemberGroupHeader,
                                   cmd: RemotingCommand, conn: Connection) -> RemotingCommand:
     addrs = await ns.broker_member_group(h.broker_name)  # always SUCCESS, maybe empty
     group = {"brokerAddrs": addrs, "brokerName": h.broker_name, "cluster": h.cluster_name}
-    return ok(cmd, body=dumps_legacy({"brokerMemberGroup": {k: v for k, v in group.items()
-                                                            if v is not None}}))
+    body = dumps_legacy({"brokerMemberGroup": {k: v for k, v in group.items() if v is not None}})
+    return make_response(cmd, ResponseCode.SUCCESS, remark=UNSET_REMARK, body=body)
 
 
 async def get_cluster_info(ns: NameServer, h: EmptyHeader, cmd: RemotingCommand,
                            conn: Connection) -> RemotingCommand:
-    return ok(cmd, body=dumps_legacy((await ns.cluster_info()).to_dict()))
+    info = (await ns.cluster_info()).to_dict(acting_master=cmd.version >= V5_0_0)
+    return ok(cmd, body=dumps_legacy(info))
 
 
 # --- routes and topics ---------------------------------------------------------------------------
 
+# A client older than 5.0 is answered as a 4.x NameServer answers it: BrokerData without 5.0's
+# enableActingMaster (its client ignores the field; the README's list of differences).
 def _standard_route(route: TopicRouteData) -> bytes:
     return dumps_standard(route.to_dict())
 
 
+def _standard_route_4x(route: TopicRouteData) -> bytes:
+    return dumps_standard(route.to_dict(acting_master=False))
+
+
 def _legacy_route(route: TopicRouteData) -> bytes:
-    return dumps_legacy(route.to_dict())
+    return dumps_legacy(route.to_dict(acting_master=False))
 
 
 def _route_encoding(cmd: RemotingCommand,
                     h: GetRouteInfoHeader) -> tuple[str, Callable[[TopicRouteData], bytes]]:
-    if cmd.version >= V4_9_4 or h.accept_standard_json_only:
+    if cmd.version >= V5_0_0:
         return "standard", _standard_route
+    if cmd.version >= V4_9_4 or h.accept_standard_json_only:
+        return "standard-4x", _standard_route_4x
     return "legacy", _legacy_route
 
 
@@ -266,8 +301,11 @@ def get_route_cached(ns: NameServer, cmd: RemotingCommand) -> tuple[int, bytes] 
     if h is not None or cmd.serialize_type != SerializeType.JSON:
         response = _route_response(cmd, h or GetRouteInfoHeader.decode(ext), answer)
         return response.code, encode_frame(response)
-    if cmd.version >= V4_9_4:
+    version = cmd.version
+    if version >= V5_0_0:
         body = answer.encoded("standard", _standard_route)
+    elif version >= V4_9_4:
+        body = answer.encoded("standard-4x", _standard_route_4x)
     else:
         body = answer.encoded("legacy", _legacy_route)
     return ResponseCode.SUCCESS, encode_plain_response(cmd, ResponseCode.SUCCESS, body)

@@ -30,6 +30,7 @@ __all__ = [
     "RESPONSE",
     "V3_0_11",
     "V4_9_4",
+    "V4_9_8_SERVER",
     "V5_0_0",
     "BadFrameLengthError",
     "BadHeaderLengthError",
@@ -43,6 +44,7 @@ __all__ = [
     "ResponseCode",
     "SerializeType",
     "UnknownSerializeTypeError",
+    "answer_version",
     "decode_frame",
     "decode_json_header",
     "decode_rocketmq_header",
@@ -60,6 +62,14 @@ V3_0_11: Final = 37  # REGISTER_BROKER body becomes RegisterBrokerBody
 V4_9_4: Final = 401  # route answers in standard JSON
 V5_0_0: Final = 413  # compressed register body carries static-topic mappings
 CURRENT_VERSION: Final = 479  # V5_3_3, what a 5.3.3 NameServer puts in its responses
+# A Java NameServer answers with its own version (the remoting version property its start-up
+# sets): a client older than 5.0 gets what the last 4.x NameServer, 4.9.8, sends.
+V4_9_8_SERVER: Final = 409  # V4_9_8's ordinal in 4.9.8's own MQVersion (5.x renumbered it)
+
+
+def answer_version(request_version: int) -> int:
+    """The header version of an answer: that of a NameServer of the client's generation."""
+    return CURRENT_VERSION if request_version >= V5_0_0 else V4_9_8_SERVER
 
 # Netty's frameMaxLength default; it bounds the whole frame including the length prefix.
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
@@ -200,19 +210,19 @@ def make_response(
     remark: str | None = None,
     ext_fields: dict[str, str] | None = None,
     body: bytes | None = None,
-    version: int = CURRENT_VERSION,
+    version: int | None = None,
 ) -> RemotingCommand:
     """The answer to ``request``: same opaque, response flag set, same serialize type.
 
     Mirroring the request's serialize type is what 4.9.x did; 5.x answers in its server-wide type
     (JSON by default). Clients read the type byte of every frame, so mirroring is the safe choice
     (RemotingCommand.getSerializeTypeCurrentRPC). The language is always ``JAVA``: that is what
-    the Java server says about itself.
+    the Java server says about itself. The version is ``answer_version``'s unless given.
     """
     return RemotingCommand(
         code=int(code),
         language="JAVA",
-        version=version,
+        version=answer_version(request.version) if version is None else version,
         opaque=request.opaque,
         flag=RESPONSE,
         remark=remark,
@@ -543,7 +553,8 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 def encode_plain_response(request: RemotingCommand, code: int, body: bytes) -> bytes:
     """``encode_frame(make_response(request, code, body=body))`` for a JSON request, in one
     step: the frame of every cached route answer."""
-    header = _PLAIN_HEADER % (code, RESPONSE, request.opaque, b"JSON", CURRENT_VERSION)
+    version = CURRENT_VERSION if request.version >= V5_0_0 else V4_9_8_SERVER  # answer_version
+    header = _PLAIN_HEADER % (code, RESPONSE, request.opaque, b"JSON", version)
     return b"".join((_TWO_UINTS.pack(4 + len(header) + len(body), len(header)), header, body))
 
 

@@ -40,6 +40,7 @@ from tests.support.remoting_client import (
     RemotingClient,
     TopicConf,
     Worker,
+    as_4x,
     dumps_fastjson,
     loads_fastjson,
     running_worker,
@@ -588,16 +589,18 @@ async def test_static_topic_mapping_in_routes(client: RemotingClient, encoding: 
         b'"writeQueueNums":4}],"topicQueueMappingByBroker":{"broker-a":{"bname":"broker-a",'
         b'"currIdMap":{"0":0,"1":1,"2":2,"3":3},"dirty":false,"epoch":1700000000123,'
         b'"scope":"__global__","topic":"StaticTopic","totalQueues":4}}}'))
+    # A client older than 5.0 gets BrokerData as 4.x writes it (no enableActingMaster); the
+    # mappings, there only when a 5.x broker registered them, stay.
     await assert_routes(client, "StaticTopic", (
         b'{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911"},"brokerName":"broker-a",'
-        b'"cluster":"c1","enableActingMaster":false}],"filterServerTable":{},'
+        b'"cluster":"c1"}],"filterServerTable":{},'
         b'"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,'
         b'"writeQueueNums":4}],"topicQueueMappingByBroker":{"broker-a":{"bname":"broker-a",'
         b'"currIdMap":{0:0,1:1,2:2,3:3},"dirty":false,"epoch":1700000000123,'
         b'"scope":"__global__","topic":"StaticTopic","totalQueues":4}}}'), LEGACY_CLIENT)
     await assert_routes(client, "PlainTopic", route_standard("c1", "broker-a", {0: addr}, PLAIN))
     await assert_routes(client, "PlainTopic",
-                        dumps_fastjson(route_obj("c1", "broker-a", {0: addr}, PLAIN)),
+                        as_4x(dumps_fastjson(route_obj("c1", "broker-a", {0: addr}, PLAIN))),
                         LEGACY_CLIENT)
     plain = await route(client, "PlainTopic", version=V4_9_4 - 1)
     assert "topicQueueMappingByBroker" not in loads_fastjson(plain.body)

@@ -96,10 +96,10 @@ async def test_registered_over_http_visible_over_remoting(worker: Worker,
             assert resp.status == 200, await resp.text()
     client = await worker.connect()
     try:
-        legacy = await client.request(105, {"topic": "H1"}, version=121)
+        legacy = await client.request(105, {"topic": "H1"}, version=121)  # 4.x: no acting master
         assert legacy.body == (
             b'{"brokerDatas":[{"brokerAddrs":{0:"10.0.1.1:10911",1:"10.0.1.2:10911"},'
-            b'"brokerName":"broker-h","cluster":"c2","enableActingMaster":false}],'
+            b'"brokerName":"broker-h","cluster":"c2"}],'
             b'"filterServerTable":{},"queueDatas":[{"brokerName":"broker-h","perm":6,'
             b'"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]}')
         standard = await client.request(105, {"topic": "H1"})

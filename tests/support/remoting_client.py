@@ -38,15 +38,29 @@ LANGUAGES = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTH
 # MQVersion.Version ordinals.
 V3_0_11 = 37
 V4_9_4 = 401
-V4_9_8 = 405
+V4_9_8 = 409  # what a 4.9.8 client and NameServer send (4.9.8's own MQVersion)
 V5_0_0 = 413
 V5_3_3 = 479
+
+
+def answer_version(request_version: int) -> int:
+    """A Java NameServer's header version is its own: nsfleet answers a client older than 5.0
+    as 4.9.8 (the last 4.x) does, a newer one as 5.3.3 does."""
+    return V5_3_3 if request_version >= V5_0_0 else V4_9_8
+
+
+def as_4x(body: bytes) -> bytes:
+    """A route or cluster-info body as a 4.x NameServer writes it: BrokerData without 5.0's
+    enableActingMaster."""
+    return body.replace(b',"enableActingMaster":false', b"").replace(
+        b',"enableActingMaster":true', b"")
 
 # Response codes (ResponseCode).
 SUCCESS, SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED = 0, 1, 3
 NO_PERMISSION, TOPIC_NOT_EXIST, QUERY_NOT_FOUND = 16, 17, 22
 
 FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+FAQ_4X = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."  # 4.9.8's
 
 
 # --- commands and frames -------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from nsfleet.wire.codec import (
     CURRENT_VERSION,
     ONEWAY,
     RESPONSE,
+    V4_9_8_SERVER,
+    V5_0_0,
     BadFrameLengthError,
     BadHeaderLengthError,
     FrameDecoder,
@@ -317,9 +319,11 @@ def test_make_response_echoes_opaque_and_type() -> None:
     assert response.flag == RESPONSE
     assert response.is_response and not response.is_oneway
     assert response.serialize_type == SerializeType.ROCKETMQ
-    assert response.version == CURRENT_VERSION == 479
+    assert response.version == V4_9_8_SERVER == 409  # a 4.x client: what 4.9.8 answers
     assert response.language == "JAVA"
     assert (response.code, response.remark, response.ext_fields) == (22, "x", {})
+    request.version = V5_0_0
+    assert make_response(request, ResponseCode.SUCCESS).version == CURRENT_VERSION == 479
 
 
 def test_flags() -> None:
