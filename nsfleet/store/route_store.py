@@ -357,6 +357,9 @@ class RouteStore:
         # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
         # meanwhile: then the commit records no epoch and the next registration does it all.
         expected_epoch = int(epoch)
+        # ... and as it would be had the chunks only added rows (which leaves the broker's other
+        # recorded tables valid, lua/includes/tables.lua).
+        added_epoch = int(epoch)
         if writer == "1":
             n = self.chunk_rows
             calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
@@ -367,6 +370,7 @@ class RouteStore:
                 if status == "ok":
                     changed = changed or rest[0] == "1"
                     expected_epoch += int(rest[1])
+                    added_epoch += int(rest[2])
             if delete_absent and not stale:
                 incoming = {r[0] for r in rows}
                 absent = [t async for t in self.redis.sscan_iter(
@@ -382,7 +386,7 @@ class RouteStore:
         _, rest = await self._call(
             "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
                                 _flag(return_order_conf), expected_epoch,
-                                _flag(force == "1" and writer == "1")],
+                                _flag(force == "1" and writer == "1"), added_epoch],
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 
