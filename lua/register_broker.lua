@@ -130,23 +130,31 @@ end
 
 local bkey = k_broker(cluster, addr)
 local rkey = k_reg(cluster, addr)
+-- What the registration record holds of the broker's last registration.
+local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
+  'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer', 'synced', 'pending',
+  'meta')
 -- A registration in chunks that has not committed: whatever the DataVersion says, its table may
 -- be half written.
-local pending = rcall('HEXISTS', rkey, 'pending') == 1
+local pending = r[9] ~= false
+-- Every field of the registration but its DataVersion counter and timestamp and its table: the
+-- same as the last registration's means steps 1-5, 8, 12 and the connection would rewrite what
+-- is stored.
+local reg_meta = table.concat({name, id, ha, zone, ARGV[7], acting_arg, dv_state, conn, ARGV[12],
+  unpack(ARGV, filters_at, table_at - 1)}, '\n')
 local skip = false      -- step 10 would write nothing
 local synced = '0'      -- after this registration: the group's rows are what this table makes
 -- The broker's recorded tables (includes/tables.lua) hold: same member, same role, and no queue
 -- row of the group changed since its last registration.
 local tables_ok = false
 local epoch0 = nil
+local group_same = false  -- the group meta is what this registration writes
 if old_addr == addr and not pending and rcall('EXISTS', bkey) == 1 then
-  local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
-    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer', 'synced')
   local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
   local acting_now = (acting_arg == 'true') and 'true' or 'false'
   local writer = writer_flag(members)
-  local same_role = r[1] == name and r[7] == writer and g[2] == acting_now
-    and (g[3] or '') == zone
+  group_same = g[2] == acting_now and (g[3] or '') == zone
+  local same_role = r[1] == name and r[7] == writer and group_same
   for mid, maddr in pairs(members) do
     if maddr == addr and mid ~= id then same_role = false end
   end
@@ -164,6 +172,24 @@ if old_addr == addr and not pending and rcall('EXISTS', bkey) == 1 then
       skip, synced = true, '1'
     end
   end
+end
+
+-- The unchanged re-registration in a few commands (every chunk of a split round is one): step 10
+-- skips and every other step would write what is stored, the connection included, so only the
+-- live row, its deadline and the registration record's DataVersion move. Nothing is announced.
+if skip and group_same and r[10] == reg_meta
+    and (conn == '' or rcall('SISMEMBER', k_conns(cluster, addr), conn) == 1) then
+  local now = now_ms()
+  local deadline = now + timeout
+  local generation = rcall('INCR', k_seq())
+  rcall('HSET', bkey, 'lastUpdateTimestamp', fmt(now), 'dataVersionCounter', dv_counter,
+    'dataVersionTimestamp', dv_ts)
+  rcall('PEXPIREAT', bkey, fmt(deadline))
+  rcall('HSET', rkey, 'generation', generation, 'dataVersionCounter', dv_counter,
+    'dataVersionTimestamp', dv_ts, 'tableDigest', digest, 'synced', synced)
+  rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
+  rcall('HSET', k_member_clusters(name), addr, cluster)
+  return register_reply(cluster, name, id, generation, '0', want_kv)
 end
 if probe and not skip then return {'full'} end
 if mode == 'full' and delete_absent and not skip
@@ -260,7 +286,7 @@ rcall('HSET', rkey, 'brokerName', name, 'brokerId', id, 'generation', generation
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
   'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
   'tableDigest', head and '' or digest, 'topicsEpoch', epoch1,
-  'writer', (is_master or is_prime_slave) and '1' or '0', 'synced', synced)
+  'writer', (is_master or is_prime_slave) and '1' or '0', 'synced', synced, 'meta', reg_meta)
 if not skip then
   record_table(cluster, addr, digest,
     tables_ok and tonumber(epoch1) == tonumber(epoch0) + added_rows, synced == '1')

@@ -138,10 +138,16 @@ async def test_an_unchanged_split_chunk_is_constant_work(real_store: RouteStore)
         await s.register_broker(reg)
     whole = await script_commands(s, lambda: s.register_broker(replace(
         BIG, data_version=DataVersion(9, 9))))
+    written = {s.keys.broker("c1", BIG.addr), s.keys.reg("c1", BIG.addr), s.keys.deadlines,
+               s.keys.seq, s.keys.member_clusters("big")}
     for reg in split(2):
         cmds = await script_commands(s, lambda reg=reg: s.register_broker(reg))
         assert not any(per_topic(s, c) for c in cmds)
         assert len(cmds) <= len(whole) + 2, [c[0] for c in cmds]
+        # Only the live row, its deadline and the registration record move.
+        assert {c[1] for c in cmds if c[0] in ("HSET", "PEXPIREAT", "ZADD", "INCR", "SADD",
+                                               "DEL", "SREM", "HDEL")} == written
+        assert len(cmds) <= 17, [c[0] for c in cmds]
 
 
 async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteStore) -> None:

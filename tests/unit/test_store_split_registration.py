@@ -206,3 +206,24 @@ async def test_a_slave_chunk_is_o1(store: RouteStore) -> None:
     seen = record(store)
     calls = await register_round(store, split_round(2, base=slave), seen)
     assert one_call(calls)
+
+
+async def test_a_chunk_changing_anything_but_its_data_version_takes_the_full_path(
+        store: RouteStore) -> None:
+    """The few-command path needs every other field as the last registration sent it: a new
+    HA address or a new connection is written as usual."""
+    await register_round(store, split_round(1))
+    moved = replace(BASE, ha_server_addr="10.0.0.1:10912")
+    await register_round(store, split_round(2, base=moved))
+    live = await store.redis.hget(store.keys.broker("c1", ADDR), "haServerAddr")
+    assert live == "10.0.0.1:10912"
+    for r in split_round(3, base=moved):
+        await store.register_broker(r, connection="w1:1")
+    assert await store.redis.smembers(store.keys.conns("c1", ADDR)) == {"w1:1"}
+    seen = record(store)
+    calls = []
+    for r in split_round(4, base=moved):
+        start = len(seen)
+        await store.register_broker(r, connection="w1:1")
+        calls.append(seen[start:])
+    assert one_call(calls)
