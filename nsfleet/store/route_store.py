@@ -317,7 +317,7 @@ class RouteStore:
                 mode = "head"
             status, rest = await self._call("register_broker", args(mode), keys)
             if status == "drain":
-                await self.drain_cleanups()
+                await self.drain_cleanups(only=reg.name)
                 continue
             if status == "full" or status == "chunk":
                 mode = "head" if status == "chunk" else "full"
@@ -331,7 +331,7 @@ class RouteStore:
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
-            await self.drain_cleanups()
+            await self.drain_cleanups(only=reg.name)
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
         if status not in ("ok", "head"):
             raise ScriptReplyError(f"register_broker: still {status!r} after draining")
@@ -390,16 +390,20 @@ class RouteStore:
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 
-    async def drain_cleanups(self) -> int:
+    async def drain_cleanups(self, only: str | None = None) -> int:
         """Finish what cascades left to do in chunks: delete the queue rows of removed groups
         (P:idx:cleanups) and clear the write perm of acting-master groups that lost their master
-        (P:idx:perm-clears). ``chunk_rows`` rows per call; returns how many rows were deleted or
-        changed. The sweep calls it too, so the work of a worker that died half-way is
-        finished."""
+        (P:idx:perm-clears); only group ``only``'s when given. ``chunk_rows`` rows per call;
+        returns how many rows were deleted or changed. The sweep calls it too, so the work of a
+        worker that died half-way is finished."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.smembers(self.keys.cleanups)
         pipe.hkeys(self.keys.perm_clears)
         cleanups, perm_clears = await pipe.execute()
+        if only is not None:
+            # A caller waits for its own group's rows, not for every group a mass departure
+            # left to drain (each one's own caller, or the sweep, drains those).
+            cleanups, perm_clears = ({only} & set(cleanups), {only} & set(perm_clears))
         done = 0
         for name in sorted(cleanups):
             left = 1
@@ -414,10 +418,11 @@ class RouteStore:
         return done
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
-                                closed_connection: str | None = None) -> int:
+                                closed_connection: str | None = None, drain: bool = True) -> int:
         """Remove a broker with the full cascade: 0 group kept, 1 group removed. With
         ``closed_connection``, only when no other connection it registered over is open:
-        -1 when it was kept."""
+        -1 when it was kept. Then the rows the cascade left to drain, unless ``drain`` is
+        False (the caller drains them, ``drain_cleanups(only=name)``)."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
@@ -425,8 +430,8 @@ class RouteStore:
             "unregister_broker", [cluster, addr, name, closed_connection or "", self.chunk_rows])
         if status == "kept":
             return -1
-        if rest[1] == "1":
-            await self.drain_cleanups()
+        if rest[1] == "1" and drain:
+            await self.drain_cleanups(only=name)
         return 1 if rest[0] == "1" else 0
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
