@@ -57,6 +57,10 @@ CHUNK_ROWS = 250
 # topics, which would otherwise hold every read the worker serves meanwhile.
 OFF_LOOP_TOPICS = 500
 CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
+# Chunk calls of all operations of one store (one worker) in Redis at once: a registration storm's
+# chunks then queue in the worker, not in Redis, where every other client (a route read) would
+# wait behind all of them.
+CHUNKS_IN_REDIS = 2
 
 
 class ScriptReplyError(RuntimeError):
@@ -182,6 +186,7 @@ class RouteStore:
         self.topic_overview = TopicOverview(redis, self.keys, self._call_many)
         # Validated and encoded tables by the identity of the (immutable) table sent.
         self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
+        self._chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
         self._scripts: dict[str, AsyncScript] = {
             name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
         }
@@ -225,7 +230,9 @@ class RouteStore:
         complete command a client has sent before it serves the next client, so a pipeline of
         chunks would block other clients for all of it (measured: ~0.5 s for a 60,000-topic
         registration); two in flight hide the round trips and hold others up for two chunks at
-        most."""
+        most. Across operations too: at most CHUNKS_IN_REDIS chunk calls of this store are in
+        Redis at once (a registration storm: 60 registrations in one worker would otherwise
+        queue 120 chunks ahead of every route read)."""
         replies: dict[int, tuple[str, list[Any]]] = {}
         pending = iter(enumerate(calls))
         stopped = False
@@ -235,7 +242,8 @@ class RouteStore:
             for i, args in pending:
                 if stopped:
                     return
-                replies[i] = await self._call(name, args)
+                async with self._chunk_slots:
+                    replies[i] = await self._call(name, args)
                 stopped = stopped or replies[i][0] == stop_on
 
         await asyncio.gather(*(worker() for _ in range(min(CALLS_IN_FLIGHT, len(calls)))))
