@@ -290,7 +290,7 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
             used = int((await client.info("memory"))["used_memory"]) - base_mem
             out["memory"] = {"queue_rows": rows, "redis_bytes": used,
                              "bytes_per_row": round(used / rows, 1)}
-            out["rounds"] = await rounds(client, conns, whole, split_bodies)
+            out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
             out["departures"] = await departures(client, conns, ports, args)
         finally:
             for proc, _, _ in workers:
@@ -302,10 +302,11 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
 
 
 async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
-                 split_bodies: list[list[bytes]]) -> dict[str, Any]:
+                 split_bodies: list[list[bytes]], pids: dict[str, int]) -> dict[str, Any]:
     """Redis script time of one round of every broker: whole and unchanged (the same frame
     again), then split (every chunk a new DataVersion; the first split round records the
-    chunks, the second is measured)."""
+    chunks, the others are measured); and the CPU of Redis and both workers over the round
+    (the figure to set beside the JVM's)."""
     out: dict[str, Any] = {}
     samples: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
     counter = 10
@@ -325,16 +326,24 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
         await c.call(register_frame(c_b, whole, 0))
     await split_round()  # records the chunks
     calls: dict[str, int] = {}
-    for _ in range(3):
-        before, n = await script_usec(client), await script_calls(client)
+    cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
+    pids = {k: v for k, v in pids.items() if k != "sender"}
+
+    async def whole_round() -> None:
         await asyncio.gather(*(c.call(register_frame(b, whole, 0)) for b, c in enumerate(conns)))
-        samples["whole_unchanged"].append((await script_usec(client) - before) / 1000)
-        calls["whole_unchanged_round_script_calls"] = await script_calls(client) - n
-        before, n = await script_usec(client), await script_calls(client)
-        await split_round()
-        samples["split_unchanged"].append((await script_usec(client) - before) / 1000)
-        calls["split_unchanged_round_script_calls"] = await script_calls(client) - n
+
+    for _ in range(3):
+        for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round)):
+            before, n = await script_usec(client), await script_calls(client)
+            meter = CpuMeter(pids)
+            await run()
+            used = meter.read()
+            samples[name].append((await script_usec(client) - before) / 1000)
+            calls[f"{name}_round_script_calls"] = await script_calls(client) - n
+            cpu[name].append(sum(v for k, v in used.items() if k.endswith("_cpu_s")))
     out.update(calls)
+    for name, xs in cpu.items():
+        out[f"{name}_round_cpu_s_redis_and_workers"] = round(sorted(xs)[len(xs) // 2], 2)
     for name, xs in samples.items():
         out[f"{name}_round_redis_ms"] = round(sorted(xs)[len(xs) // 2], 2)
     out["split_over_whole"] = round(out["split_unchanged_round_redis_ms"]
