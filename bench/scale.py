@@ -14,6 +14,7 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 * departures: two thirds of the brokers close their connections at once (the cascades remove
   their rows) while one more broker sends UNREGISTER_BROKER: its answer time, reads meanwhile,
   and when the last row is gone;
+* analytics: `nsfleet analytics` (local Spark) over the namespace, wall time;
 * java: the same storm and rounds against the Java NameServer (`--java`), as ratios.
 
 Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
@@ -291,6 +292,9 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
             out["memory"] = {"queue_rows": rows, "redis_bytes": used,
                              "bytes_per_row": round(used / rows, 1)}
             out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
+            if args.analytics:
+                out["analytics"] = await asyncio.to_thread(analytics, server.url,
+                                                           Path(tmp) / "report")
             out["departures"] = await departures(client, conns, ports, args)
         finally:
             for proc, _, _ in workers:
@@ -377,6 +381,14 @@ async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int]
             "longest_redis_command_ms": await longest_command_ms(client)}
 
 
+def analytics(redis_url: str, out: Path) -> dict[str, Any]:
+    """`nsfleet analytics` (local Spark) over the namespace: its wall time."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "nsfleet", "analytics", "--redis-url", redis_url,
+                           "--out", str(out)], capture_output=True, timeout=900, check=False)
+    return {"wall_s": round(time.perf_counter() - started, 1), "exit": done.returncode}
+
+
 # --- Java --------------------------------------------------------------------------------------
 
 
@@ -442,6 +454,8 @@ async def main() -> None:
     parser.add_argument("--java", action="store_true", help="also the Java NameServer")
     parser.add_argument("--java-heap", default="2g")
     parser.add_argument("--skip-nsfleet", action="store_true")
+    parser.add_argument("--no-analytics", dest="analytics", action="store_false",
+                        help="skip `nsfleet analytics` over the namespace")
     args = parser.parse_args()
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
