@@ -60,7 +60,7 @@ CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answer
 # Chunk calls of all operations of one store (one worker) in Redis at once: a registration storm's
 # chunks then queue in the worker, not in Redis, where every other client (a route read) would
 # wait behind all of them.
-CHUNKS_IN_REDIS = 2
+CHUNKS_IN_REDIS = 4
 
 
 class ScriptReplyError(RuntimeError):
