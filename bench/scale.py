@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import multiprocessing
 import os
@@ -49,12 +50,15 @@ from benchlib import free_port, new_results, start_worker, summary, write_result
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.remoting.bodies import RegisterBody, crc32
+from nsfleet.store import scripts
 from tests.support.register_bodies import encode_register_body
 from tests.support.remoting_client import V5_3_3, Command, encode
 
 JAVA = Path(__file__).resolve().parents[2] / "shared" / "java-rocketmq" / "namesrv.sh"
 REGISTER, UNREGISTER, GET_ROUTE = 103, 104, 105
 SPLIT = 800  # splitRegistrationSize
+SCRIPT_BY_SHA = {hashlib.sha1(scripts.source(n).encode()).hexdigest(): n
+                 for n in scripts.SCRIPT_NAMES}
 
 
 def topic(i: int) -> str:
@@ -251,7 +255,8 @@ async def longest_command_ms(client: aioredis.Redis) -> dict[str, float]:
     for e in entries:
         command = e["command"].decode() if isinstance(e["command"], bytes) else e["command"]
         words = command.split(" ")
-        name = " ".join(words[:1] + words[3:4] if words[0].lower() == "evalsha" else words[:2])
+        name = (f"EVALSHA {SCRIPT_BY_SHA.get(words[1], words[1])}.lua"
+                if words[0].lower() == "evalsha" else " ".join(words[:2]))
         out.setdefault(name[:80], round(int(e["duration"]) / 1000, 2))
         if len(out) == 3:
             break
