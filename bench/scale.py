@@ -14,6 +14,8 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 * departures: two thirds of the brokers close their connections at once (the cascades remove
   their rows) while one more broker sends UNREGISTER_BROKER: its answer time, reads meanwhile,
   and when the last row is gone;
+* expiry: the brokers left (a third of them) reach their deadline at once: how long until the
+  sweeps removed every row, reads meanwhile, the longest Redis command;
 * analytics: `nsfleet analytics` (local Spark) over the namespace, wall time;
 * java: the same storm and rounds against the Java NameServer (`--java`), as ratios.
 
@@ -301,6 +303,8 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
                 out["analytics"] = await asyncio.to_thread(analytics, server.url,
                                                            Path(tmp) / "report")
             out["departures"] = await departures(client, conns, ports, args)
+            out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
+                                                                    args.brokers - 1))
         finally:
             for proc, _, _ in workers:
                 proc.send_signal(signal.SIGTERM)
@@ -392,6 +396,32 @@ def analytics(redis_url: str, out: Path) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "nsfleet", "analytics", "--redis-url", redis_url,
                            "--out", str(out)], capture_output=True, timeout=900, check=False)
     return {"wall_s": round(time.perf_counter() - started, 1), "exit": done.returncode}
+
+
+async def expiry(client: aioredis.Redis, ports: list[int], args: argparse.Namespace,
+                 brokers: range) -> dict[str, Any]:
+    """The brokers left after the departures (a third of them all) reach their deadline at
+    once, their connections still open: the workers' sweeps (every 10 s) expire them. Their
+    deadline is moved to now (the live row's TTL and the deadline set, as time passing would),
+    then: how long until the last row is gone, reads meanwhile, the longest Redis command."""
+    await client.slowlog_reset()
+    seconds, micros = await client.time()
+    now_ms = seconds * 1000 + micros // 1000
+    with Reads(ports[1], args.topics) as reads:
+        started = time.perf_counter()
+        for b in brokers:
+            await client.zadd("nsfleet:{default}:idx:deadlines", {f"scale\t{addr(b)}": now_ms})
+            await client.pexpire(f"nsfleet:{{default}}:broker:scale:{addr(b)}", 1)
+        while time.perf_counter() - started < 120:
+            if (not await client.scard("nsfleet:{default}:idx:topics")
+                    and not await client.scard("nsfleet:{default}:idx:cleanups")):
+                break
+            await asyncio.sleep(0.05)
+        gone = time.perf_counter() - started
+        read = reads.result()
+    return {"brokers_expiring": len(brokers), "rows": len(brokers) * args.topics,
+            "all_gone_after_deadline_s": round(gone, 2), "sweep_interval_s": 10,
+            "reads_during_ms": read, "longest_redis_command_ms": await longest_command_ms(client)}
 
 
 # --- Java --------------------------------------------------------------------------------------
