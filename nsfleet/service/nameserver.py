@@ -115,6 +115,11 @@ class NameServer:
         self._topic_summary = TopicSummary(store)
         self._dropped_logged: set[tuple[str, str, str]] = set()
         self._backlog = BrokerBacklog()
+        # Drains of removed groups' queue rows running after their answer (``_drain_later``).
+        self._drains: set[asyncio.Task[int]] = set()
+        # One drain at a time per worker: a mass departure's drains then hold other clients
+        # up for a chunk or two, not for one chunk of every removed group.
+        self._drain_turn = asyncio.Lock()
         cache.on_store_back.append(self.replay_backlog)
         # orderMessageEnable or supportActingMaster change what routes answer: watchers look
         # again once the new config is read (the cache is keyed by what the config selects).
@@ -185,10 +190,33 @@ class NameServer:
     async def unregister_broker(self, cluster: str | None, addr: str | None,
                                 name: str | None) -> int:
         """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
-        outcome = await self._written(self._store.unregister_broker(cluster, addr, name))
+        outcome = await self._written(self._store.unregister_broker(cluster, addr, name,
+                                                                     drain=False))
+        self._drain_later(name)
         await self.history.record("broker unregistered", cluster=cluster, broker_addr=addr,
                                   broker_name=name, group_removed=outcome == 1)
         return outcome
+
+    def _drain_later(self, name: str | None) -> None:
+        """Delete the queue rows a removed group left to drain (``P:idx:cleanups``) after the
+        answer: routes and cluster info already leave the group out, and a mass departure's
+        drains would otherwise hold an UNREGISTER_BROKER past the broker's 3 s (a registration
+        of the name drains first; the sweep finishes what a stopped worker left)."""
+        if name is None:
+            return
+        task = asyncio.create_task(self._drain(name))
+        self._drains.add(task)
+        task.add_done_callback(self._drained)
+
+    async def _drain(self, name: str) -> int:
+        async with self._drain_turn:
+            return await self._store.drain_cleanups(only=name)
+
+    def _drained(self, task: asyncio.Task[int]) -> None:
+        self._drains.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("drain of a removed group failed; the sweep finishes it",
+                        error=str(task.exception()))
 
     async def connection_closed(self, cluster: str, addr: str, name: str,
                                 connection: str) -> bool:
@@ -197,11 +225,12 @@ class NameServer:
         process: the broker keeps a connection to every worker). True when it went."""
         try:
             outcome = await self._written(self._store.unregister_broker(
-                cluster, addr, name, closed_connection=connection))
+                cluster, addr, name, closed_connection=connection, drain=False))
         except StoreUnavailable:  # its replayed registration must not keep it open
             self._backlog.connection_closed(cluster, addr, connection)
             raise
         if outcome != -1:
+            self._drain_later(name)
             await self.history.record(
                 "broker unregistered", reason="its last connection closed", cluster=cluster,
                 broker_addr=addr, broker_name=name, group_removed=outcome == 1)
