@@ -22,6 +22,8 @@
     ARGV[18] number of static-topic mappings M in the table (in every mode; in "full" mode they
              are ARGV[23+F])
     ARGV[19] digest of the topic table, mappings and deleteTopicWithBrokerRegistration as sent
+             (of the chunk sent, for a 5.x split registration: includes/tables.lua keeps the
+             digests of the tables written, so an unchanged chunk costs O(1) like a whole table)
     ARGV[20] "full": the whole registration in this call;
              "probe": T is 0 and the topics are not sent; the registration is applied only
              if it needs no per-topic work (see "Skipping the queue data" below), else the
@@ -66,6 +68,7 @@
 --- @include "cascade"
 --- @include "queues"
 --- @include "register_reply"
+--- @include "tables"
 
 local cluster, addr, name, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
@@ -127,32 +130,66 @@ end
 
 local bkey = k_broker(cluster, addr)
 local rkey = k_reg(cluster, addr)
+-- What the registration record holds of the broker's last registration.
+local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
+  'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer', 'synced', 'pending',
+  'meta')
 -- A registration in chunks that has not committed: whatever the DataVersion says, its table may
 -- be half written.
-local pending = rcall('HEXISTS', rkey, 'pending') == 1
+local pending = r[9] ~= false
+-- Every field of the registration but its DataVersion counter and timestamp and its table: the
+-- same as the last registration's means steps 1-5, 8, 12 and the connection would rewrite what
+-- is stored.
+local reg_meta = table.concat({name, id, ha, zone, ARGV[7], acting_arg, dv_state, conn, ARGV[12],
+  unpack(ARGV, filters_at, table_at - 1)}, '\n')
 local skip = false      -- step 10 would write nothing
 local synced = '0'      -- after this registration: the group's rows are what this table makes
+-- The broker's recorded tables (includes/tables.lua) hold: same member, same role, and no queue
+-- row of the group changed since its last registration.
+local tables_ok = false
+local epoch0 = nil
+local group_same = false  -- the group meta is what this registration writes
 if old_addr == addr and not pending and rcall('EXISTS', bkey) == 1 then
-  local r = rcall('HMGET', rkey, 'brokerName', 'tableDigest', 'topicsEpoch',
-    'dataVersionCounter', 'dataVersionTimestamp', 'stateVersion', 'writer', 'synced')
   local g = rcall('HMGET', gkey, 'topicsEpoch', 'enableActingMaster', 'zoneName')
   local acting_now = (acting_arg == 'true') and 'true' or 'false'
   local writer = writer_flag(members)
-  local same_role = r[1] == name and r[7] == writer and g[2] == acting_now
-    and (g[3] or '') == zone
+  group_same = g[2] == acting_now and (g[3] or '') == zone
+  local same_role = r[1] == name and r[7] == writer and group_same
   for mid, maddr in pairs(members) do
     if maddr == addr and mid ~= id then same_role = false end
   end
+  epoch0 = g[1] or '0'
+  tables_ok = same_role and r[3] == epoch0
   if same_role and writer == '0' then
     skip = true
-  elseif same_role and r[2] == digest and r[3] == (g[1] or '0') then
-    if r[4] == dv_counter and r[5] == dv_ts and r[6] == dv_state then
+  elseif tables_ok then
+    if r[2] == digest and r[4] == dv_counter and r[5] == dv_ts and r[6] == dv_state then
       skip, synced = true, r[8] or '0'
-    elseif r[8] == '1' and tonumber(ARGV[18]) == 0
-        and rcall('HEXISTS', k_perm_clears(), name) == 0 then
+    elseif tonumber(ARGV[18]) == 0 and rcall('HEXISTS', k_perm_clears(), name) == 0
+        and ((r[2] == digest and r[8] == '1')
+          or rcall('SISMEMBER', k_tables(cluster, addr), digest) == 1) then
+      -- The same table, or one of the chunks of a split registration, as written before.
       skip, synced = true, '1'
     end
   end
+end
+
+-- The unchanged re-registration in a few commands (every chunk of a split round is one): step 10
+-- skips and every other step would write what is stored, the connection included, so only the
+-- live row, its deadline and the registration record's DataVersion move. Nothing is announced.
+if skip and group_same and r[10] == reg_meta
+    and (conn == '' or rcall('SISMEMBER', k_conns(cluster, addr), conn) == 1) then
+  local now = now_ms()
+  local deadline = now + timeout
+  local generation = rcall('INCR', k_seq())
+  rcall('HSET', bkey, 'lastUpdateTimestamp', fmt(now), 'dataVersionCounter', dv_counter,
+    'dataVersionTimestamp', dv_ts)
+  rcall('PEXPIREAT', bkey, fmt(deadline))
+  rcall('HSET', rkey, 'generation', generation, 'dataVersionCounter', dv_counter,
+    'dataVersionTimestamp', dv_ts, 'tableDigest', digest, 'synced', synced)
+  rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
+  rcall('HSET', k_member_clusters(name), addr, cluster)
+  return register_reply(cluster, name, id, generation, '0', want_kv)
 end
 if probe and not skip then return {'full'} end
 if mode == 'full' and delete_absent and not skip
@@ -212,9 +249,11 @@ local force = register_first or pending or stored[1] ~= dv_counter or stored[2] 
   or stored[3] ~= dv_state
 local clear_write = is_prime_slave and acting == 'true'
 local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
+local added_rows = 0
 if (is_master or is_prime_slave) and not skip and not head then
   local topics = cjson.decode(ARGV[table_at])
-  write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write, fresh)
+  added_rows = write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write,
+    fresh)
   if delete_absent then
     local incoming = {}
     for _, e in ipairs(topics) do incoming[e[1]] = true end
@@ -238,15 +277,20 @@ rcall('PEXPIREAT', bkey, fmt(deadline))
 -- The registration record outlives the row's TTL: it names the group for the sweep's cascade and
 -- keeps the row's values, so a heartbeat arriving after the TTL but before the sweep can bring
 -- the row back (Java keeps the broker until scanNotActiveBroker removes it).
+local epoch1 = rcall('HGET', gkey, 'topicsEpoch') or '0'
+-- A forced write (a first registration, a new DataVersion) leaves every row as the table says;
+-- a registration in chunks is synced by its commit.
+synced = (skip and synced) or ((force and not head and (is_master or is_prime_slave)) and '1')
+  or '0'
 rcall('HSET', rkey, 'brokerName', name, 'brokerId', id, 'generation', generation,
   'haServerAddr', ha, 'heartbeatTimeoutMillis', fmt(timeout), 'dataVersionCounter', dv_counter,
   'dataVersionTimestamp', dv_ts, 'stateVersion', dv_state, 'zoneName', zone,
-  'tableDigest', head and '' or digest, 'topicsEpoch', rcall('HGET', gkey, 'topicsEpoch') or '0',
-  'writer', (is_master or is_prime_slave) and '1' or '0',
-  -- A forced write (a first registration, a new DataVersion) leaves every row as the table says;
-  -- a registration in chunks is synced by its commit.
-  'synced', (skip and synced) or ((force and not head and (is_master or is_prime_slave)) and '1')
-    or '0')
+  'tableDigest', head and '' or digest, 'topicsEpoch', epoch1,
+  'writer', (is_master or is_prime_slave) and '1' or '0', 'synced', synced, 'meta', reg_meta)
+if not skip then
+  record_table(cluster, addr, digest,
+    tables_ok and tonumber(epoch1) == tonumber(epoch0) + added_rows, synced == '1')
+end
 -- Committed by register_commit.lua once every chunk is written; until then a probe answers
 -- "full" (no digest), a registration rewrites every topic and QUERY_DATA_VERSION says changed.
 if head then

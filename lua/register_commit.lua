@@ -16,13 +16,18 @@
     ARGV[7] "1" = return the ORDER_TOPIC_CONFIG KV table
     ARGV[8] the group's topicsEpoch the head answered plus every chunk's epochDelta
     ARGV[9] "1" = the chunks wrote every row as the table says (a forced write by a writer):
-            recorded as "synced" (see register_broker.lua)
+            recorded as "synced" (see register_broker.lua) and among the broker's tables
+            (includes/tables.lua)
+    ARGV[10] the group's topicsEpoch the head answered plus the rows the chunks added: equal to
+            ARGV[8] when the chunks changed or removed no row, so the broker's other recorded
+            tables still hold
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, "0", kvFlag, k1, v1, ...}
       (as register_broker.lua; "changed" is told by the head and the chunks)
 ]]
 --- @include "keys"
 --- @include "register_reply"
+--- @include "tables"
 
 local cluster, addr, name, id, generation = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local rkey = k_reg(cluster, addr)
@@ -33,6 +38,10 @@ if rcall('HGET', rkey, 'generation') == generation then
   else
     rcall('HSET', rkey, 'tableDigest', ARGV[6], 'topicsEpoch', '', 'synced', '0')
   end
+  -- The head dropped the recorded tables unless they held then; they still hold when the
+  -- chunks only added rows.
+  record_table(cluster, addr, ARGV[6], epoch == ARGV[8] and ARGV[8] == ARGV[10],
+    epoch == ARGV[8] and ARGV[9] == '1')
   rcall('HDEL', rkey, 'pending')
 end
 return register_reply(cluster, name, id, generation, '0', ARGV[7] == '1')

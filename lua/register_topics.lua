@@ -18,9 +18,11 @@
     ARGV[10] "1" = the group had no queue data when the registration began (the head's fresh):
              rows are written without reading them first
   Output:
-    {"ok", changed, epochDelta}   changed "1" when a table changed; epochDelta: how far this
-                      call advanced the group's topicsEpoch (register_commit.lua checks that
-                      nothing but the chunks advanced it)
+    {"ok", changed, epochDelta, added}   changed "1" when a table changed; epochDelta: how far
+                      this call advanced the group's topicsEpoch (register_commit.lua checks that
+                      nothing but the chunks advanced it); added: the rows among those it added
+                      (rows it only added leave the broker's recorded tables valid,
+                      includes/tables.lua)
     {"stale"}         the registration was superseded; nothing written
 ]]
 --- @include "keys"
@@ -35,11 +37,11 @@ if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
 end
 local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
-write_queues(name, cjson.decode(ARGV[7]), cjson.decode(ARGV[8]), ARGV[5] == '1', ARGV[6] == '1',
-  ARGV[10] == '1')
+local added = write_queues(name, cjson.decode(ARGV[7]), cjson.decode(ARGV[8]), ARGV[5] == '1',
+  ARGV[6] == '1', ARGV[10] == '1')
 local btkey = k_broker_topics(name)
 for _, topic in ipairs(cjson.decode(ARGV[9])) do
   if rcall('SISMEMBER', btkey, topic) == 1 then drop_queue(topic, name) end
 end
 local delta = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0') - epoch
-return {'ok', publish_changes() and '1' or '0', tostring(delta)}
+return {'ok', publish_changes() and '1' or '0', tostring(delta), tostring(added)}

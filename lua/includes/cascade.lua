@@ -3,14 +3,13 @@
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
-  the live row, registration record, deadline, connections and filter servers of (cluster, addr),
-  while that
-  address's registration record names group `name` (or is gone); every member entry of group
-  `name` with that address (whatever its id); an emptied group leaves every cluster that lists
-  it, an emptied cluster leaves the cluster set; the queue data of a removed group is deleted
-  from every topic it served (with its static-topic mapping) and topics left empty are dropped;
-  a reduced group with
-  enableActingMaster and no master loses the write perm on its queue data.
+  the live row, registration record (with its tables), deadline, connections and filter servers
+  of (cluster, addr), while that address's registration record names group `name` (or is
+  gone); every member entry of group `name` with that address (whatever its id); an emptied
+  group leaves every cluster that lists it, an emptied cluster leaves the cluster set; the queue
+  data of a removed group is deleted from every topic it served (with its static-topic mapping)
+  and topics left empty are dropped; a reduced group with enableActingMaster and no master loses
+  the write perm on its queue data.
   Bounded script time: a removed group's queue data is deleted inline while the script's budget
   (`drop_budget`, set by the including script, in queue rows) lasts; past it, the group's topic
   set is renamed to P:idx:cleanup:<name> and the name added to P:idx:cleanups, a durable record
@@ -75,7 +74,8 @@ local function remove_broker(cluster, addr, name)
   -- ever expire or sweep it.
   local owner = rcall('HGET', k_reg(cluster, addr), 'brokerName')
   if not owner or owner == name then
-    rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr), k_conns(cluster, addr))
+    rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr), k_tables(cluster, addr),
+      k_conns(cluster, addr))
     if rcall('DEL', k_filters(cluster, addr)) == 1 then touch_all() end
     rcall('ZREM', k_deadlines(), live_member(cluster, addr))
   end

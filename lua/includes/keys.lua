@@ -18,6 +18,7 @@ local function k_topic(topic) return P .. ':idx:topic:' .. topic end
 local function k_broker_topics(name) return P .. ':idx:broker-topics:' .. name end
 local function k_deadlines() return P .. ':idx:deadlines' end
 local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' .. addr end
+local function k_tables(cluster, addr) return P .. ':idx:tables:' .. cluster .. ':' .. addr end
 local function k_filters(cluster, addr) return P .. ':idx:filters:' .. cluster .. ':' .. addr end
 local function k_member_clusters(name) return P .. ':idx:member-clusters:' .. name end
 local function k_conns(cluster, addr) return P .. ':idx:conns:' .. cluster .. ':' .. addr end

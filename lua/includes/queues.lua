@@ -16,9 +16,12 @@
 -- registration costs one HSET and one SADD per topic). Then the static-topic `mappings`
 -- ({{topic, bname, TopicQueueMappingInfo JSON}, ...}). Touches what changed, and counts every
 -- row added or changed in the group's topicsEpoch (what lets a registration skip this).
+-- Returns how many rows it added (part of that count): an added row is in no table the broker
+-- recorded before (includes/tables.lua), so only the other changes make those stale.
 local function write_queues(name, topics, mappings, force, clear_write, fresh)
   local added = {}
   local rewritten = 0
+  local added_rows = 0
   for _, e in ipairs(topics) do
     local topic = e[1]
     local qk = k_queue(topic, name)
@@ -48,6 +51,7 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
     rcall('SADD', k_topics(), unpack(slice))
     local new = rcall('SADD', k_broker_topics(name), unpack(slice))
     rewritten = rewritten + new
+    added_rows = added_rows + new
   end
   for _, m in ipairs(mappings) do
     local mk = k_mappings(m[1])
@@ -58,4 +62,5 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
     end
   end
   if rewritten > 0 then rcall('HINCRBY', k_group(name), 'topicsEpoch', rewritten) end
+  return added_rows
 end

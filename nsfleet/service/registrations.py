@@ -5,6 +5,8 @@ replayed on return (service/outage.py)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 
 from nsfleet.domain.audit import audit
@@ -28,6 +30,11 @@ class Registrations(ServicePart):
         # Seconds before a silent broker expires, for brokers that send no heartbeatTimeoutMillis.
         self.broker_timeout = broker_timeout
         self._dropped_logged: set[tuple[str, str, str]] = set()
+        # Drains of removed groups' queue rows running after their answer (``_drain_later``).
+        self._drains: set[asyncio.Task[int]] = set()
+        # One drain at a time per worker: a mass departure's drains then hold other clients
+        # up for a chunk or two, not for one chunk of every removed group.
+        self._drain_turn = asyncio.Lock()
         self._outage = self._cache.outage
         # What brokers sent during an outage is registered again, as they sent it, on return.
         self._outage.replay_into(self._store, self._register_replayed)
@@ -84,10 +91,33 @@ class Registrations(ServicePart):
     async def unregister_broker(self, cluster: str | None, addr: str | None,
                                 name: str | None) -> int:
         """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
-        outcome = await self._written(self._store.unregister_broker(cluster, addr, name))
+        outcome = await self._written(self._store.unregister_broker(cluster, addr, name,
+                                                                     drain=False))
+        self._drain_later(name)
         await self.history.record("broker unregistered", cluster=cluster, broker_addr=addr,
                                   broker_name=name, group_removed=outcome == 1)
         return outcome
+
+    def _drain_later(self, name: str | None) -> None:
+        """Delete the queue rows a removed group left to drain (``P:idx:cleanups``) after the
+        answer: routes and cluster info already leave the group out, and a mass departure's
+        drains would otherwise hold an UNREGISTER_BROKER past the broker's 3 s (a registration
+        of the name drains first; the sweep finishes what a stopped worker left)."""
+        if name is None:
+            return
+        task = asyncio.create_task(self._drain(name))
+        self._drains.add(task)
+        task.add_done_callback(self._drained)
+
+    async def _drain(self, name: str) -> int:
+        async with self._drain_turn:
+            return await self._store.drain_cleanups(only=name)
+
+    def _drained(self, task: asyncio.Task[int]) -> None:
+        self._drains.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("drain of a removed group failed; the sweep finishes it",
+                        error=str(task.exception()))
 
     async def connection_closed(self, cluster: str, addr: str, name: str,
                                 connection: str) -> bool:
@@ -96,11 +126,12 @@ class Registrations(ServicePart):
         process: the broker keeps a connection to every worker). True when it went."""
         try:
             outcome = await self._written(self._store.unregister_broker(
-                cluster, addr, name, closed_connection=connection))
+                cluster, addr, name, closed_connection=connection, drain=False))
         except StoreUnavailable:  # its replayed registration must not keep it open
             self._outage.backlog.connection_closed(cluster, addr, connection)
             raise
         if outcome != -1:
+            self._drain_later(name)
             await self.history.record(
                 "broker unregistered", reason="its last connection closed", cluster=cluster,
                 broker_addr=addr, broker_name=name, group_removed=outcome == 1)

@@ -25,6 +25,9 @@ Indexes (never under a row-table prefix)::
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
                                         TTL, so the sweep can cascade and fence after expiry;
                                         "pending" while a chunked registration has not committed
+  P:idx:tables:<cluster>:<addr>  set    digests of the topic tables (whole, or chunks of a split
+                                        registration) this broker's registrations wrote as they
+                                        say; valid while the record's topicsEpoch is the group's
   P:idx:filters:<cluster>:<addr> list   filter server addresses
   P:idx:member-clusters:<name>   hash   brokerAddr -> the cluster it registered under (a group's
                                         members may register under different cluster names)
@@ -126,6 +129,9 @@ class Keys:
 
     def reg(self, cluster: str, addr: str) -> str:
         return f"{self.prefix}:idx:reg:{cluster}:{addr}"
+
+    def tables(self, cluster: str, addr: str) -> str:
+        return f"{self.prefix}:idx:tables:{cluster}:{addr}"
 
     def filters(self, cluster: str, addr: str) -> str:
         return f"{self.prefix}:idx:filters:{cluster}:{addr}"

@@ -57,6 +57,10 @@ CHUNK_ROWS = 250
 # topics, which would otherwise hold every read the worker serves meanwhile.
 OFF_LOOP_TOPICS = 500
 CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
+# Chunk calls of all operations of one store (one worker) in Redis at once: a registration storm's
+# chunks then queue in the worker, not in Redis, where every other client (a route read) would
+# wait behind all of them.
+CHUNKS_IN_REDIS = 4
 
 
 class ScriptReplyError(RuntimeError):
@@ -182,6 +186,7 @@ class RouteStore:
         self.topic_overview = TopicOverview(redis, self.keys, self._call_many)
         # Validated and encoded tables by the identity of the (immutable) table sent.
         self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
+        self._chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
         self._scripts: dict[str, AsyncScript] = {
             name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
         }
@@ -225,7 +230,9 @@ class RouteStore:
         complete command a client has sent before it serves the next client, so a pipeline of
         chunks would block other clients for all of it (measured: ~0.5 s for a 60,000-topic
         registration); two in flight hide the round trips and hold others up for two chunks at
-        most."""
+        most. Across operations too: at most CHUNKS_IN_REDIS chunk calls of this store are in
+        Redis at once (a registration storm: 60 registrations in one worker would otherwise
+        queue 120 chunks ahead of every route read)."""
         replies: dict[int, tuple[str, list[Any]]] = {}
         pending = iter(enumerate(calls))
         stopped = False
@@ -235,7 +242,8 @@ class RouteStore:
             for i, args in pending:
                 if stopped:
                     return
-                replies[i] = await self._call(name, args)
+                async with self._chunk_slots:
+                    replies[i] = await self._call(name, args)
                 stopped = stopped or replies[i][0] == stop_on
 
         await asyncio.gather(*(worker() for _ in range(min(CALLS_IN_FLIGHT, len(calls)))))
@@ -317,7 +325,7 @@ class RouteStore:
                 mode = "head"
             status, rest = await self._call("register_broker", args(mode), keys)
             if status == "drain":
-                await self.drain_cleanups()
+                await self.drain_cleanups(only=reg.name)
                 continue
             if status == "full" or status == "chunk":
                 mode = "head" if status == "chunk" else "full"
@@ -331,7 +339,7 @@ class RouteStore:
         if status == "rejected":
             raise RegistrationRejected
         if status == "fenced":
-            await self.drain_cleanups()
+            await self.drain_cleanups(only=reg.name)
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
         if status not in ("ok", "head"):
             raise ScriptReplyError(f"register_broker: still {status!r} after draining")
@@ -357,6 +365,9 @@ class RouteStore:
         # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
         # meanwhile: then the commit records no epoch and the next registration does it all.
         expected_epoch = int(epoch)
+        # ... and as it would be had the chunks only added rows (which leaves the broker's other
+        # recorded tables valid, lua/includes/tables.lua).
+        added_epoch = int(epoch)
         if writer == "1":
             n = self.chunk_rows
             calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
@@ -367,6 +378,7 @@ class RouteStore:
                 if status == "ok":
                     changed = changed or rest[0] == "1"
                     expected_epoch += int(rest[1])
+                    added_epoch += int(rest[2])
             if delete_absent and not stale:
                 incoming = {r[0] for r in rows}
                 absent = [t async for t in self.redis.sscan_iter(
@@ -382,20 +394,24 @@ class RouteStore:
         _, rest = await self._call(
             "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
                                 _flag(return_order_conf), expected_epoch,
-                                _flag(force == "1" and writer == "1")],
+                                _flag(force == "1" and writer == "1"), added_epoch],
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 
-    async def drain_cleanups(self) -> int:
+    async def drain_cleanups(self, only: str | None = None) -> int:
         """Finish what cascades left to do in chunks: delete the queue rows of removed groups
         (P:idx:cleanups) and clear the write perm of acting-master groups that lost their master
-        (P:idx:perm-clears). ``chunk_rows`` rows per call; returns how many rows were deleted or
-        changed. The sweep calls it too, so the work of a worker that died half-way is
-        finished."""
+        (P:idx:perm-clears); only group ``only``'s when given. ``chunk_rows`` rows per call;
+        returns how many rows were deleted or changed. The sweep calls it too, so the work of a
+        worker that died half-way is finished."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.smembers(self.keys.cleanups)
         pipe.hkeys(self.keys.perm_clears)
         cleanups, perm_clears = await pipe.execute()
+        if only is not None:
+            # A caller waits for its own group's rows, not for every group a mass departure
+            # left to drain (each one's own caller, or the sweep, drains those).
+            cleanups, perm_clears = ({only} & set(cleanups), {only} & set(perm_clears))
         done = 0
         for name in sorted(cleanups):
             left = 1
@@ -410,10 +426,11 @@ class RouteStore:
         return done
 
     async def unregister_broker(self, cluster: str, addr: str, name: str, *,
-                                closed_connection: str | None = None) -> int:
+                                closed_connection: str | None = None, drain: bool = True) -> int:
         """Remove a broker with the full cascade: 0 group kept, 1 group removed. With
         ``closed_connection``, only when no other connection it registered over is open:
-        -1 when it was kept."""
+        -1 when it was kept. Then the rows the cascade left to drain, unless ``drain`` is
+        False (the caller drains them, ``drain_cleanups(only=name)``)."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
@@ -421,8 +438,8 @@ class RouteStore:
             "unregister_broker", [cluster, addr, name, closed_connection or "", self.chunk_rows])
         if status == "kept":
             return -1
-        if rest[1] == "1":
-            await self.drain_cleanups()
+        if rest[1] == "1" and drain:
+            await self.drain_cleanups(only=name)
         return 1 if rest[0] == "1" else 0
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:

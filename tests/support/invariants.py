@@ -57,7 +57,8 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         if kind == "queue":  # a topic may hold ':', a brokerName never does
             a, _, b = rest.rpartition(":")
             rows[kind][(a, b)] = value
-        elif kind in ("broker", "idx:reg", "idx:filters", "idx:conns", "kv"):
+        elif kind in ("broker", "idx:reg", "idx:tables", "idx:filters", "idx:conns",
+                      "kv"):
             a, _, b = rest.partition(":")  # a cluster name never holds ':'
             rows[kind][(a, b)] = value
         elif kind in ("group", "idx:members", "idx:cluster", "idx:topic", "idx:broker-topics",
@@ -150,7 +151,7 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         for n in bnames:
             if (t, n) not in queues:
                 problems.append(f"idx:mappings:{t} maps {n} without its queue row")
-    for kind in ("broker", "idx:filters", "idx:conns"):
+    for kind in ("broker", "idx:tables", "idx:filters", "idx:conns"):
         for c, a in rows[kind]:
             if (c, a) not in regs:
                 problems.append(f"{kind} {c}/{a} without registration record")

@@ -8,11 +8,13 @@ Lua script runs; the "no queue key changes" check also runs on fakeredis.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore
@@ -113,3 +115,55 @@ async def test_an_unchanged_reregistration_is_constant_work(real_store: RouteSto
     assert len(cmds) < 40, [c[0] for c in cmds]
     assert not any(s.keys.queue("topic-1", "big") == c[1] or c[1].startswith(
         s.keys.prefix + ":queue:") for c in cmds)
+
+
+def split(n: int, topics: Sequence[TopicConfig] = BIG.topic_configs) -> list[BrokerRegistration]:
+    """Round ``n`` of a 5.x split registration of BIG: 800 topics a chunk (splitRegistrationSize),
+    every chunk under a new DataVersion."""
+    return [replace(BIG, topic_configs=topics[i:i + 800],
+                    data_version=DataVersion(n * 100 + i, 1000 + n * 100 + i))
+            for i in range(0, len(topics), 800)]
+
+
+def per_topic(s: RouteStore, cmd: list[str]) -> bool:
+    return any(cmd[1].startswith(f"{s.keys.prefix}:{kind}:")
+               for kind in ("queue", "idx:topic", "rev:topic"))
+
+
+async def test_an_unchanged_split_chunk_is_constant_work(real_store: RouteStore) -> None:
+    """Each chunk of an unchanged split round, under its new DataVersion, touches no per-topic
+    key: the same constant work as a whole table re-registered (lua/includes/tables.lua)."""
+    s = real_store
+    for reg in split(1):
+        await s.register_broker(reg)
+    whole = await script_commands(s, lambda: s.register_broker(replace(
+        BIG, data_version=DataVersion(9, 9))))
+    written = {s.keys.broker("c1", BIG.addr), s.keys.reg("c1", BIG.addr), s.keys.deadlines,
+               s.keys.seq, s.keys.member_clusters("big")}
+    for reg in split(2):
+        cmds = await script_commands(s, lambda reg=reg: s.register_broker(reg))
+        assert not any(per_topic(s, c) for c in cmds)
+        assert len(cmds) <= len(whole) + 2, [c[0] for c in cmds]
+        # Only the live row, its deadline and the registration record move.
+        assert {c[1] for c in cmds if c[0] in ("HSET", "PEXPIREAT", "ZADD", "INCR", "SADD",
+                                               "DEL", "SREM", "HDEL")} == written
+        assert len(cmds) <= 17, [c[0] for c in cmds]
+
+
+async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteStore) -> None:
+    s = real_store
+    for reg in split(1):
+        await s.register_broker(reg)
+    topics = [structs.replace(t, read_queue_nums=4) if t.topic_name == "topic-900" else t
+              for t in BIG.topic_configs]
+    first, second, *_ = split(2, topics)
+    assert not any(per_topic(s, c) for c in await script_commands(
+        s, lambda: s.register_broker(first)))
+    cmds = await script_commands(s, lambda: s.register_broker(second))
+    touched = {c[1] for c in cmds if per_topic(s, c)}
+    assert touched <= {s.keys.queue(t.topic_name, "big") for t in second.topic_configs} | {
+        s.keys.topic_rev("topic-900")}
+    writes = [c for c in cmds
+              if c[0] in ("HSET", "SADD", "DEL", "SREM", "MSET") and per_topic(s, c)]
+    assert writes == [["HSET", s.keys.queue("topic-900", "big")],
+                      ["MSET", s.keys.topic_rev("topic-900")]]

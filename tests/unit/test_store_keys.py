@@ -24,6 +24,7 @@ CASES = [
     ("k_broker_topics('broker-a')", lambda k: k.broker_topics("broker-a")),
     ("k_deadlines()", lambda k: k.deadlines),
     ("k_reg('c1', 'h:1')", lambda k: k.reg("c1", "h:1")),
+    ("k_tables('c1', 'h:1')", lambda k: k.tables("c1", "h:1")),
     ("k_filters('c1', 'h:1')", lambda k: k.filters("c1", "h:1")),
     ("k_member_clusters('b')", lambda k: k.member_clusters("b")),
     ("k_conns('c1', 'h:1')", lambda k: k.conns("c1", "h:1")),

@@ -1,0 +1,511 @@
+"""RocketMQ's largest clusters on one fleet (issue 32): B brokers x T topics, every broker serving
+every topic, two workers on one Redis, over remoting, side by side with the real Java NameServer.
+
+Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
+* storm: every broker sends its first REGISTER_BROKER at once (half to each worker, one
+  connection each) while a separate reader process sends GET_ROUTEINFO_BY_TOPIC for random topics
+  through the second worker: storm time, reads (p50/p99/max, failed), every route then listing
+  every broker, the longest Redis command (SLOWLOG), and where the time went (CPU seconds of
+  Redis, each worker and the sender over the storm);
+* memory: Redis used_memory per queue row (B x T rows);
+* rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
+  unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
+  unchanged 5.x split round (chunks of 800, a new DataVersion each);
+* departures: two thirds of the brokers close their connections at once (the cascades remove
+  their rows) while one more broker sends UNREGISTER_BROKER: its answer time, reads meanwhile,
+  and when the last row is gone;
+* expiry: the brokers left (a third of them) reach their deadline at once: how long until the
+  sweeps removed every row, reads meanwhile, the longest Redis command;
+* analytics: `nsfleet analytics` (local Spark) over the namespace, wall time;
+* java: the same storm and rounds against the Java NameServer (`--java`), as ratios.
+
+Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
+register_bodies.py, as bench/remoting_register.py). The full shape is `--brokers 300`; the default
+runs in a few minutes on a 2-core machine. Writes bench/results/scale.json.
+
+    .venv/bin/python bench/scale.py [--brokers 60] [--topics 10000] [--java]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import multiprocessing
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+
+import redis.asyncio as aioredis
+from benchlib import free_port, new_results, start_worker, summary, write_results
+from nsfleet.remoting.bodies import RegisterBody, crc32
+
+from nsfleet.domain.model import DataVersion, TopicConfig
+from nsfleet.redis_server import RedisServer
+from nsfleet.store import scripts
+from tests.support.register_bodies import encode_register_body
+from tests.support.remoting_client import V5_3_3, Command, encode
+
+JAVA = Path(__file__).resolve().parents[2] / "shared" / "java-rocketmq" / "namesrv.sh"
+REGISTER, UNREGISTER, GET_ROUTE = 103, 104, 105
+SPLIT = 800  # splitRegistrationSize
+SCRIPT_BY_SHA = {hashlib.sha1(scripts.source(n).encode()).hexdigest(): n
+                 for n in scripts.SCRIPT_NAMES}
+
+
+def topic(i: int) -> str:
+    return f"Topic-{i:05d}"
+
+
+def body(topics: list[int], counter: int) -> bytes:
+    table = {topic(i): TopicConfig(topic(i), 8, 8, 6) for i in topics}
+    return encode_register_body(
+        RegisterBody(DataVersion(counter, 1_700_000_000_000 + counter, 0), table, []),
+        compressed=False, version=V5_3_3)
+
+
+def addr(broker: int) -> str:
+    return f"10.{4 + broker // 250}.{broker % 250}.1:10911"
+
+
+def register_frame(broker: int, data: bytes, opaque: int) -> bytes:
+    ext = {"brokerAddr": addr(broker), "brokerId": "0", "brokerName": f"big-{broker}",
+           "clusterName": "scale", "haServerAddr": addr(broker), "enableActingMaster": "false",
+           "compressed": "false", "bodyCrc32": str(crc32(data))}
+    return encode(Command(REGISTER, ext, data, V5_3_3, opaque))
+
+
+def unregister_frame(broker: int, opaque: int) -> bytes:
+    ext = {"brokerAddr": addr(broker), "brokerId": "0", "brokerName": f"big-{broker}",
+           "clusterName": "scale"}
+    return encode(Command(UNREGISTER, ext, None, V5_3_3, opaque))
+
+
+async def answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    (length,) = struct.unpack(">i", await reader.readexactly(4))
+    data = await reader.readexactly(length)
+    header_len = struct.unpack_from(">I", data)[0] & 0xFFFFFF
+    header = json.loads(data[4:4 + header_len])
+    return int(header["code"]), data[4 + header_len:]
+
+
+class Conn:
+    """One broker's connection: frames sent and answered one at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Conn:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def call(self, frame: bytes) -> float:
+        started = time.perf_counter()
+        self.writer.write(frame)
+        code, _ = await answer(self.reader)
+        if code != 0:
+            raise RuntimeError(f"answered code {code}")
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+# --- the reader process ------------------------------------------------------------------------
+
+
+def reader_main(port: int, topics: int, stop: Any, out: Any) -> None:
+    """GET_ROUTEINFO_BY_TOPIC for random topics on 4 connections until ``stop``: latencies (ms)
+    and failures (not SUCCESS/TOPIC_NOT_EXIST, or no answer within 3 s) go to ``out``."""
+    async def one(samples: list[float], failed: list[int]) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        opaque = 0
+        while not stop.is_set():
+            opaque += 1
+            frame = encode(Command(GET_ROUTE, {"topic": topic(random.randrange(topics))}, None,
+                                   V5_3_3, opaque))
+            started = time.perf_counter()
+            writer.write(frame)
+            try:
+                code, _ = await asyncio.wait_for(answer(reader), 3.0)
+            except TimeoutError:
+                failed[0] += 1
+                break
+            samples.append((time.perf_counter() - started) * 1000)
+            if code not in (0, 17):
+                failed[0] += 1
+            await asyncio.sleep(0.002)
+        writer.close()
+
+    async def main() -> None:
+        samples: list[float] = []
+        failed = [0]
+        await asyncio.gather(*(one(samples, failed) for _ in range(4)))
+        out.put((samples, failed[0]))
+
+    asyncio.run(main())
+
+
+class Reads:
+    """Reads through one worker in their own process (a client sharing the sender's GIL would
+    measure the GIL)."""
+
+    def __init__(self, port: int, topics: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.stop, self.out = ctx.Event(), ctx.Queue()
+        self.proc = ctx.Process(target=reader_main, args=(port, topics, self.stop, self.out))
+
+    def __enter__(self) -> Reads:
+        self.proc.start()
+        time.sleep(1.0)  # its interpreter and connections up
+        return self
+
+    def result(self) -> dict[str, Any]:
+        self.stop.set()
+        samples, failed = self.out.get(timeout=30)
+        self.proc.join(10)
+        return {**summary(samples or [0.0], 1), "failed": failed}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+# --- CPU accounting ------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        self.started = time.perf_counter()
+
+    def read(self) -> dict[str, float]:
+        out = {f"{name}_cpu_s": round(cpu_seconds(pid) - self.start[name], 2)
+               for name, pid in self.pids.items()}
+        out["wall_s"] = round(time.perf_counter() - self.started, 2)
+        return out
+
+
+# --- phases ------------------------------------------------------------------------------------
+
+
+async def storm(ports: list[int], brokers: int, frame_of: Any, read_port: int, topics: int,
+                pids: dict[str, int]) -> tuple[dict[str, Any], list[Conn]]:
+    conns = [await Conn.open(ports[b % len(ports)]) for b in range(brokers)]
+    with Reads(read_port, topics) as reads:
+        meter = CpuMeter(pids)
+        started = time.perf_counter()
+        times = await asyncio.gather(*(c.call(frame_of(b, 1)) for b, c in enumerate(conns)))
+        elapsed = time.perf_counter() - started
+        cpu = meter.read()
+        read = reads.result()
+    return {"storm_s": round(elapsed, 2), "slowest_broker_s": round(max(times), 2),
+            "reads_during_ms": read, "cpu": cpu}, conns
+
+
+async def routes_list_every_broker(port: int, topics: int, brokers: int) -> bool:
+    conn = await Conn.open(port)
+    try:
+        for i, t in enumerate(random.sample(range(topics), min(20, topics))):
+            conn.writer.write(encode(Command(GET_ROUTE, {"topic": topic(t)}, None, V5_3_3, i)))
+            code, data = await answer(conn.reader)
+            if code != 0 or len(json.loads(data)["brokerDatas"]) != brokers:
+                return False
+        return True
+    finally:
+        conn.close()
+
+
+async def script_usec(client: aioredis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return sum(int(stats[n]["usec"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
+
+
+async def script_calls(client: aioredis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return sum(int(stats[n]["calls"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
+
+
+async def by_command(client: aioredis.Redis) -> dict[str, float]:
+    """Redis time by command (the commands scripts run are counted too), the biggest first."""
+    stats = await client.info("commandstats")
+    usec = {name.removeprefix("cmdstat_"): int(v["usec"]) for name, v in stats.items()}
+    top = sorted(usec.items(), key=lambda kv: -kv[1])[:12]
+    return {name: round(us / 1000, 1) for name, us in top}
+
+
+async def longest_command_ms(client: aioredis.Redis) -> dict[str, float]:
+    """The longest Redis commands (SLOWLOG, past 1 ms): ms by command and first key."""
+    entries = sorted(await client.slowlog_get(10_000), key=lambda e: -int(e["duration"]))
+    out: dict[str, float] = {}
+    for e in entries:
+        command = e["command"].decode() if isinstance(e["command"], bytes) else e["command"]
+        words = command.split(" ")
+        name = (f"EVALSHA {SCRIPT_BY_SHA.get(words[1], words[1])}.lua"
+                if words[0].lower() == "evalsha" else " ".join(words[:2]))
+        out.setdefault(name[:80], round(int(e["duration"]) / 1000, 2))
+        if len(out) == 3:
+            break
+    return out
+
+
+async def nsfleet_side(args: argparse.Namespace, whole: bytes,
+                       split_bodies: list[list[bytes]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, \
+            RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
+        client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
+        await client.config_set("slowlog-log-slower-than", 1000)
+        await client.config_set("slowlog-max-len", 10_000)
+        redis_pid = int((await client.info("server"))["process_id"])
+        workers = [start_worker(server.url, Path(tmp) / f"w{i}.log") for i in range(2)]
+        try:
+            ports = [w[2] for w in workers]
+            pids = {"redis": redis_pid, "worker1": workers[0][0].pid,
+                    "worker2": workers[1][0].pid, "sender": os.getpid()}
+            base_mem = int((await client.info("memory"))["used_memory"])
+            await client.config_resetstat()
+            await client.slowlog_reset()
+
+            def whole_frame(b: int, opaque: int) -> bytes:
+                return register_frame(b, whole, opaque)
+
+            result, conns = await storm(ports, args.brokers, whole_frame, ports[1], args.topics,
+                                        pids)
+            result["script_s"] = round(await script_usec(client) / 1e6, 2)
+            result["redis_ms_by_command"] = await by_command(client)
+            result["longest_redis_command_ms"] = await longest_command_ms(client)
+            result["every_route_lists_every_broker"] = await routes_list_every_broker(
+                ports[1], args.topics, args.brokers)
+            out["storm"] = result
+            rows = args.brokers * args.topics
+            used = int((await client.info("memory"))["used_memory"]) - base_mem
+            out["memory"] = {"queue_rows": rows, "redis_bytes": used,
+                             "bytes_per_row": round(used / rows, 1)}
+            out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
+            if args.analytics:
+                out["analytics"] = await asyncio.to_thread(analytics, server.url,
+                                                           Path(tmp) / "report")
+            out["departures"] = await departures(client, conns, ports, args)
+            out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
+                                                                    args.brokers - 1))
+        finally:
+            for proc, _, _ in workers:
+                proc.send_signal(signal.SIGTERM)
+            for proc, _, _ in workers:
+                proc.wait(30)
+            await client.aclose()
+    return out
+
+
+async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
+                 split_bodies: list[list[bytes]], pids: dict[str, int]) -> dict[str, Any]:
+    """Redis script time of one round of every broker: whole and unchanged (the same frame
+    again), then split (every chunk a new DataVersion; the first split round records the
+    chunks, the others are measured); and the CPU of Redis and both workers over the round
+    (the figure to set beside the JVM's)."""
+    out: dict[str, Any] = {}
+    samples: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
+    counter = 10
+
+    async def split_round() -> None:
+        nonlocal counter
+        counter += 1
+        chunks = split_bodies[counter % 2]  # every chunk under another DataVersion than before
+
+        async def one(b: int, c: Conn) -> None:
+            for chunk in chunks:
+                await c.call(register_frame(b, chunk, 0))
+
+        await asyncio.gather(*(one(b, c) for b, c in enumerate(conns)))
+
+    for c_b, c in enumerate(conns):
+        await c.call(register_frame(c_b, whole, 0))
+    await split_round()  # records the chunks
+    calls: dict[str, int] = {}
+    cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
+    pids = {k: v for k, v in pids.items() if k != "sender"}
+
+    async def whole_round() -> None:
+        await asyncio.gather(*(c.call(register_frame(b, whole, 0)) for b, c in enumerate(conns)))
+
+    for _ in range(3):
+        for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round)):
+            before, n = await script_usec(client), await script_calls(client)
+            meter = CpuMeter(pids)
+            await run()
+            used = meter.read()
+            samples[name].append((await script_usec(client) - before) / 1000)
+            calls[f"{name}_round_script_calls"] = await script_calls(client) - n
+            cpu[name].append(sum(v for k, v in used.items() if k.endswith("_cpu_s")))
+    out.update(calls)
+    for name, xs in cpu.items():
+        out[f"{name}_round_cpu_s_redis_and_workers"] = round(sorted(xs)[len(xs) // 2], 2)
+    for name, xs in samples.items():
+        out[f"{name}_round_redis_ms"] = round(sorted(xs)[len(xs) // 2], 2)
+    out["split_over_whole"] = round(out["split_unchanged_round_redis_ms"]
+                                    / max(out["whole_unchanged_round_redis_ms"], 1e-3), 2)
+    return out
+
+
+async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int],
+                     args: argparse.Namespace) -> dict[str, Any]:
+    """Two thirds of the brokers (40 of 60) close their connections at once, and one more
+    unregisters meanwhile."""
+    leaving = conns[: 2 * len(conns) // 3]
+    await client.slowlog_reset()
+    with Reads(ports[1], args.topics) as reads:
+        started = time.perf_counter()
+        for c in leaving:
+            c.close()
+        unregister = await conns[-1].call(unregister_frame(len(conns) - 1, 1))
+        # Until the cascades are done: no removed group left to drain, and a topic's index
+        # lists only the brokers that stayed.
+        remaining = len(conns) - len(leaving) - 1
+        while time.perf_counter() - started < 120:
+            if (await client.scard(f"nsfleet:{{default}}:idx:topic:{topic(0)}") == remaining
+                    and not await client.scard("nsfleet:{default}:idx:cleanups")):
+                break
+            await asyncio.sleep(0.05)
+        gone = time.perf_counter() - started
+        read = reads.result()
+    return {"brokers_leaving": len(leaving), "unregister_answer_s": round(unregister, 2),
+            "cascades_done_s": round(gone, 2), "reads_during_ms": read,
+            "longest_redis_command_ms": await longest_command_ms(client)}
+
+
+def analytics(redis_url: str, out: Path) -> dict[str, Any]:
+    """`nsfleet analytics` (local Spark) over the namespace: its wall time."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "nsfleet", "analytics", "--redis-url", redis_url,
+                           "--out", str(out)], capture_output=True, timeout=900, check=False)
+    return {"wall_s": round(time.perf_counter() - started, 1), "exit": done.returncode}
+
+
+async def expiry(client: aioredis.Redis, ports: list[int], args: argparse.Namespace,
+                 brokers: range) -> dict[str, Any]:
+    """The brokers left after the departures (a third of them all) reach their deadline at
+    once, their connections still open: the workers' sweeps (every 10 s) expire them. Their
+    deadline is moved to now (the live row's TTL and the deadline set, as time passing would),
+    then: how long until the last row is gone, reads meanwhile, the longest Redis command."""
+    await client.slowlog_reset()
+    seconds, micros = await client.time()
+    now_ms = seconds * 1000 + micros // 1000
+    with Reads(ports[1], args.topics) as reads:
+        started = time.perf_counter()
+        for b in brokers:
+            await client.zadd("nsfleet:{default}:idx:deadlines", {f"scale\t{addr(b)}": now_ms})
+            await client.pexpire(f"nsfleet:{{default}}:broker:scale:{addr(b)}", 1)
+        while time.perf_counter() - started < 120:
+            if (not await client.scard("nsfleet:{default}:idx:topics")
+                    and not await client.scard("nsfleet:{default}:idx:cleanups")):
+                break
+            await asyncio.sleep(0.05)
+        gone = time.perf_counter() - started
+        read = reads.result()
+    return {"brokers_expiring": len(brokers), "rows": len(brokers) * args.topics,
+            "all_gone_after_deadline_s": round(gone, 2), "sweep_interval_s": 10,
+            "reads_during_ms": read, "longest_redis_command_ms": await longest_command_ms(client)}
+
+
+# --- Java --------------------------------------------------------------------------------------
+
+
+def start_java(port: int, heap: str) -> subprocess.Popen[bytes]:
+    """The Java NameServer on ``port`` (its own process group, so all of it stops)."""
+    log = Path(tempfile.gettempdir()) / f"scale-namesrv-{port}.log"
+    with log.open("wb") as out:
+        return subprocess.Popen(["bash", str(JAVA), str(port)],
+                                env={**os.environ, "NAMESRV_HEAP": heap}, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+async def java_side(args: argparse.Namespace, whole: bytes,
+                    split_bodies: list[list[bytes]]) -> dict[str, Any]:
+    port = free_port()
+    proc = start_java(port, args.java_heap)
+    try:
+        for _ in range(600):
+            try:
+                probe = await Conn.open(port)
+                probe.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        conns = [await Conn.open(port) for _ in range(args.brokers)]
+        with Reads(port, args.topics) as reads:
+            meter = CpuMeter({"java": proc.pid})
+            started = time.perf_counter()
+            await asyncio.gather(*(c.call(register_frame(b, whole, 1))
+                                   for b, c in enumerate(conns)))
+            elapsed = time.perf_counter() - started
+            cpu = meter.read()
+            read = reads.result()
+        ok = await routes_list_every_broker(port, args.topics, args.brokers)
+        out: dict[str, Any] = {"storm_s": round(elapsed, 2), "reads_during_ms": read, "cpu": cpu,
+                               "every_route_lists_every_broker": ok}
+        # A steady-state round: its CPU (the JVM's, as nsfleet's is Redis time).
+        for name, frames in (("whole", lambda b: [register_frame(b, whole, 2)]),
+                             ("split", lambda b: [register_frame(b, c, 3)
+                                                  for c in split_bodies[0]])):
+            meter = CpuMeter({"java": proc.pid})
+
+            async def one(b: int, c: Conn, frames: Any = frames) -> None:
+                for frame in frames(b):
+                    await c.call(frame)
+
+            await asyncio.gather(*(one(b, c) for b, c in enumerate(conns)))
+            round_cpu = meter.read()
+            out[f"{name}_round_cpu_s"] = round_cpu["java_cpu_s"]
+            out[f"{name}_round_wall_s"] = round_cpu["wall_s"]
+        for c in conns:
+            c.close()
+        return out
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--brokers", type=int, default=60)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--java", action="store_true", help="also the Java NameServer")
+    parser.add_argument("--java-heap", default="2g")
+    parser.add_argument("--skip-nsfleet", action="store_true")
+    parser.add_argument("--no-analytics", dest="analytics", action="store_false",
+                        help="skip `nsfleet analytics` over the namespace")
+    args = parser.parse_args()
+    results = new_results(args)
+    results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
+    whole = body(list(range(args.topics)), 1)
+    split_bodies = [[body(list(range(i, min(i + SPLIT, args.topics))), 100 * r + i // SPLIT)
+                     for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
+    if not args.skip_nsfleet:
+        results["nsfleet"] = await nsfleet_side(args, whole, split_bodies)
+    if args.java:
+        results["java"] = await java_side(args, whole, split_bodies)
+        if "nsfleet" in results:
+            results["storm_nsfleet_over_java"] = round(
+                results["nsfleet"]["storm"]["storm_s"] / results["java"]["storm_s"], 2)
+    write_results("scale", results)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
