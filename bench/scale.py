@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
 
 import redis.asyncio as aioredis
 from benchlib import free_port, new_results, start_worker, summary, write_results
-from nsfleet.remoting.bodies import RegisterBody, crc32
 
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import scripts
+from nsfleet.wire.bodies import RegisterBody, crc32
 from tests.support.register_bodies import encode_register_body
 from tests.support.remoting_client import V5_3_3, Command, encode
 
