@@ -41,5 +41,5 @@ class ServicePart:
         published, so the next read here sees the write (read your writes)."""
         result = await write
         self._cache.store_answered()
-        await self._cache.sync()
+        await self._cache.feed.sync()
         return result

@@ -21,9 +21,7 @@ decides when the view is entered, kept and left, and this cache asks it. Long-po
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,8 +30,9 @@ from typing import TypeVar, cast
 import msgspec
 import structlog
 
-from nsfleet.domain.errors import NameServerError, StoreUnavailable
+from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.metrics import Metrics
+from nsfleet.service.change_follower import ChangeFollower
 from nsfleet.service.outage import StoreOutage
 from nsfleet.service.watchers import Watchers
 from nsfleet.store import RouteRead, RouteStore
@@ -41,9 +40,7 @@ from nsfleet.store.change_feed import Change
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-SYNC_TIMEOUT = 0.5
 STALE_MISS_TIMEOUT = 1.0  # a miss while the view is stale tries Redis this long, then fails fast
-RESUBSCRIBE_DELAY = 0.5  # seconds between subscription attempts while the store is away
 
 
 class Entry(msgspec.Struct, gc=False):
@@ -87,20 +84,16 @@ class RouteCache:
         self.outage.attach(drop_view=self._invalidate_all, fence_fills=self._fence_fills,
                            reread_config=self._reread_config)
         self.watchers = Watchers()
+        self.feed = ChangeFollower(store, self.outage, apply=self._apply,
+                                   out_of_sync=self._invalidate_all, on_lost=self._feed_lost,
+                                   enabled=enabled)
         self._entries: OrderedDict[tuple[str, bool], Entry] = OrderedDict()
-        self._subscribed = False
-        self._task: asyncio.Task[None] | None = None
-        self._closing = False
-        self._id = uuid.uuid4().hex
-        self._sync_seq = 0
-        self._syncs: dict[str, asyncio.Future[None]] = {}
         self._seq = 0  # invalidations applied so far
         self._cleared_at = 0  # _seq of the last whole-cache invalidation
         self._fills = 0  # Redis reads in flight
         self._changed_at: dict[str, int] = {}  # topic -> _seq of its last invalidation,
         # kept only while fills are in flight (they are the only ones who ask)
         self._filling: dict[tuple[str, bool], _Fill] = {}
-        self._retry_now = asyncio.Event()  # the store answered: subscribe again without waiting
         # The last answer of each non-route read (cluster info, topic lists) with the number of
         # change messages applied when it was read; dropped at the next change message.
         self._last_answers: dict[str, object] = {}
@@ -110,41 +103,10 @@ class RouteCache:
         self.on_expired: list[Callable[[str, str], None]] = []
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="route-cache-listener")
+        await self.feed.start()
 
     async def close(self) -> None:
-        self._closing = True
-        if self._task:
-            self._task.cancel()
-            # redis-py may swallow a cancellation inside a read; the closing flag ends the loop.
-            await asyncio.wait({self._task}, timeout=3.0)
-
-    async def _listen(self) -> None:
-        while not self._closing:
-            try:
-                async with self.store.changes.subscribe() as subscription:
-                    # Subscribed first: every change after this is delivered, so the marker
-                    # read next accounts for everything before it.
-                    self.outage.resume(await self.store.view_marker())
-                    self._subscribed = True
-                    while not self._closing:
-                        change = await subscription.next(wait=1.0)
-                        if change is not None:
-                            self._apply(change)
-            except asyncio.CancelledError:
-                return
-            except Exception as exc:  # the subscription broke, or Redis is away
-                if not self.outage.lost:
-                    log.warning("change feed lost", error=str(exc))
-            finally:
-                self._subscribed = False
-                self._feed_lost()
-            if not self._closing:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(RESUBSCRIBE_DELAY):
-                        await self._retry_now.wait()
-                self._retry_now.clear()
-                self.outage.check_bound()
+        await self.feed.close()
 
     def _feed_lost(self) -> None:
         """Messages may be missed from now on."""
@@ -153,7 +115,7 @@ class RouteCache:
     def _store_lost(self) -> None:
         """The feed broke, or a Redis call found the store away (often before the feed
         notices): messages may be missed from now on."""
-        if not self._closing:
+        if not self.feed.closing:
             self.outage.store_lost(routes=len(self._entries) if self.enabled else 0)
 
     def _fence_fills(self) -> None:
@@ -167,20 +129,14 @@ class RouteCache:
 
     def store_answered(self) -> None:
         """A Redis call just succeeded (the store may be back after an outage)."""
-        if self.outage.store_answered(feed_live=self._subscribed):
-            self._retry_now.set()
+        if self.outage.store_answered(feed_live=self.feed.subscribed):
+            self.feed.retry_now()
 
     def _apply(self, change: Change) -> None:
-        self.outage.changed(change.rev)
-        if change.sync_token is None:
-            self.watchers.any_change()
-            self._announced += 1
-            self._last_answers.clear()
-        if change.sync_token is not None:
-            fut = self._syncs.get(change.sync_token)
-            if fut is not None and not fut.done():
-                fut.set_result(None)
-            return
+        """A change message (never a sync marker: ChangeFollower answers those)."""
+        self.watchers.any_change()
+        self._announced += 1
+        self._last_answers.clear()
         if change.config:
             self._reread_config()
             return
@@ -215,29 +171,6 @@ class RouteCache:
         self._last_answers.clear()
         self._reread_config()
         self.watchers.wake_all()
-
-    async def sync(self) -> None:
-        """Return once this worker has applied every change published before the call.
-
-        Called after each write this worker makes, so its next read sees that write (read your
-        writes): Redis delivers one subscriber's messages in order, so once our own marker comes
-        back, every earlier change message has been applied. If it does not come back in time,
-        the cache is dropped instead.
-        """
-        if not (self.enabled and self._subscribed):
-            return  # nothing is cached, nothing can be stale
-        self._sync_seq += 1
-        token = f"{self._id}:{self._sync_seq}"
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._syncs[token] = fut
-        try:
-            await self.store.changes.publish_sync(token)
-            async with asyncio.timeout(SYNC_TIMEOUT):
-                await fut
-        except (TimeoutError, NameServerError):
-            self._invalidate_all()
-        finally:
-            self._syncs.pop(token, None)
 
     def peek(self, topic: str | None, *, order_conf: bool = False) -> Entry | None:
         """The topic's cached entry if it is still valid (no Redis call), else None (always for
@@ -292,7 +225,7 @@ class RouteCache:
         fill = _Fill(self._seq, asyncio.get_running_loop().create_future())
         fill.future.add_done_callback(_retrieve)
         self._filling[key] = fill
-        cacheable = self._subscribed and self.enabled and not self.outage.lost
+        cacheable = self.feed.subscribed and self.enabled and not self.outage.lost
         now = time.monotonic()
         self._fills += 1
         try:
@@ -316,7 +249,7 @@ class RouteCache:
                                                                        read.ttl_ms / 1000)
         entry = Entry(read, now + ttl)
         fill.future.set_result(entry)
-        if (cacheable and self._subscribed and not self.outage.lost
+        if (cacheable and self.feed.subscribed and not self.outage.lost
                 and self._unchanged_since(topic, fill.started)):
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -349,7 +282,7 @@ class RouteCache:
         while no change is announced; while the store is away, the remembered answer of the
         last coherent view (counted as a stale answer of ``kind``)."""
         announced = self._announced
-        coherent = self._subscribed and not self.outage.serving_stale
+        coherent = self.feed.subscribed and not self.outage.serving_stale
         try:
             if not self.outage.lost:
                 value = await read()
@@ -366,6 +299,6 @@ class RouteCache:
                 raise
             self.metrics.stale_answers.labels(kind).inc()
             return cast(T, last)
-        if coherent and self._subscribed and announced == self._announced:
+        if coherent and self.feed.subscribed and announced == self._announced:
             self._last_answers[key] = value
         return value
