@@ -1,5 +1,5 @@
-"""Every relative link in README.md and docs/*.md resolves: the file exists and, for a
-`#fragment`, the page has a heading whose GitHub anchor is that fragment."""
+"""Every relative link in README.md, docs/*.md and bench/README.md resolves: the file exists
+and, for a `#fragment`, the page has a heading whose GitHub anchor is that fragment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md"]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -36,9 +36,8 @@ def test_relative_links_resolve(page: Path) -> None:
     for target in links(page):
         path, _, fragment = target.partition("#")
         dest = (page.parent / path).resolve() if path else page
-        if not dest.exists():
-            broken.append(target)
-        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+        if not dest.exists() or (
+                fragment and dest.suffix == ".md" and fragment not in anchors(dest)):
             broken.append(target)
     assert not broken, broken
 
