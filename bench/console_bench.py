@@ -10,7 +10,7 @@ worker with 10,000 topics and 500 brokers (tests/support/big_fleet.py), then
 * the answer the page reads the topics from (GET /v1/topics/summary) by HTTP, in the same three
   cases.
 
-Writes results/console.json and the screenshot results/console.png (the README shows it).
+Writes results/console.json and the screenshot results/console.png (docs/console.md shows it).
 Targets (issue 25): first render under 1 s, filtering under 100 ms.
 """
 

@@ -1,5 +1,5 @@
 """The table of every issue-14 figure against its target, from bench/results/*.json, as Markdown
-in bench/results/summary.md (bench/README.md shows the latest one). A figure whose results file
+in bench/results/summary.md (docs/performance.md shows the latest one). A figure whose results file
 or key is missing is listed as "not measured".
 
     .venv/bin/python bench/summary.py

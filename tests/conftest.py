@@ -33,7 +33,7 @@ _oldest_supported_server()
 
 
 def pytest_report_header() -> str:
-    """Which server this run uses (README: "the tests run on ..."), on pytest's first lines."""
+    """Which server this run uses (docs/testing.md, "Which Redis"), on pytest's first lines."""
     path = os.environ.get("NSFLEET_REDIS_SERVER") or "what nsfleet serve picks"
     return f"redis-server for every test, embedded ones included: {path}"
 

@@ -1,8 +1,8 @@
 """The read-only fleet console at /ui, in a real browser (headless Chromium from Debian, driven by
 selenium with the system chromedriver): the page shows what cluster info says, follows a broker
 leaving; and at fleet scale (10,000 topics, 500 brokers): search, sort, paging, the topic and
-broker-group views and the recent-changes panel. bench/console_bench.py makes the README's
-screenshot.
+broker-group views and the recent-changes panel. bench/console_bench.py makes the
+screenshot of docs/console.md.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def test_a_killed_embedded_redis_is_restarted_on_its_url_with_its_data(
     serve = Serve(tmp_path, tmp_path / "data", processes=processes)
     serves.append(serve)
     serve.start()
-    # The server conftest chose (README: every test runs on it, --processes groups included).
+    # The server conftest chose (docs/testing.md: every test uses it, --processes groups included).
     assert f"server={discover().path} " in serve.text()
     url = (serve.data / URL_FILE).read_text().strip()
     assert serve.register("before", "127.0.0.1:10911") == 200

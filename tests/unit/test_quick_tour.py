@@ -79,7 +79,7 @@ def test_the_analytics_report_directory_is_ignored_by_git() -> None:
 
 
 def test_the_fleet_wide_change_history_is_where_the_audit_trail_points() -> None:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "security.md").read_text()
     audit = text.split("Audit trail:", 1)[1].split("\n\n", 1)[0]
     assert "nsfleet admin changes" in audit and "GET /v1/changes" in audit
 
