@@ -121,7 +121,7 @@ class RemotingNameService:
     async def kv_get(self, namespace: str, key: str) -> str:
         resp = await self._found(RequestCode.GET_KV_CONFIG, {"namespace": namespace, "key": key},
                                  ResponseCode.QUERY_NOT_FOUND)
-        return (resp.ext_fields or {}).get("value")  # type: ignore[return-value]
+        return (resp.ext_fields or {}).get("value", "")
 
     async def kv_put(self, namespace: str, key: str, value: str) -> bool | None:
         await self._ok(RequestCode.PUT_KV_CONFIG,
