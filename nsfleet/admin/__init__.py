@@ -22,10 +22,10 @@ from typing import Any
 from rich.console import Console
 
 from nsfleet.admin import address_server, commands, copy_config, diff
-from nsfleet.admin.api import open_api
 from nsfleet.client.connection import ConnectOptions, add_connection_options
 from nsfleet.client.credentials import TOKEN_ENV
 from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, ApiError, FleetUnavailable
+from nsfleet.client.name_service import open_name_service
 from nsfleet.client.remoting import RemotingUnavailable
 
 DESCRIPTION = """\
@@ -137,8 +137,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 async def _execute(args: argparse.Namespace) -> commands.Output:
     servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
-    api = open_api(getattr(args, "namesrv_addr", None) or servers,
-                   ConnectOptions.from_args(args))
+    api = open_name_service(getattr(args, "namesrv_addr", None) or servers,
+                            ConnectOptions.from_args(args))
     try:
         return await args.handler(api, args)
     finally:

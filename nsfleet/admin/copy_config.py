@@ -24,12 +24,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nsfleet.admin.api import Api, open_api
 from nsfleet.admin.diff import COMPARE_ERRORS, open_sides
-from nsfleet.admin.name_service import kv_tables
 from nsfleet.admin.snapshot import ANSWER_CONFIG
 from nsfleet.client.connection import ConnectOptions
 from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
+from nsfleet.client.name_service import NameService, kv_tables, open_name_service
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
 FROM_N = "<-n>"  # --from given without a value: the -n addresses are the source
@@ -77,12 +76,12 @@ def _specs(args: argparse.Namespace) -> tuple[str, str]:
     return source, target
 
 
-def _writer(args: argparse.Namespace, target: str) -> Api:
-    """The target, written through its API with every connection option (TLS too)."""
-    return open_api(target, ConnectOptions.from_args(args))
+def _writer(args: argparse.Namespace, target: str) -> NameService:
+    """The target, written one request at a time with every connection option (TLS too)."""
+    return open_name_service(target, ConnectOptions.from_args(args))
 
 
-async def apply(api: Api, changes: list[ConfigEdit]) -> None:
+async def apply(api: NameService, changes: list[ConfigEdit]) -> None:
     for change in changes:
         if change.action == "put":
             await api.kv_put(change.namespace, change.key, change.after or "")

@@ -31,12 +31,6 @@ from rich.table import Table
 from rich.text import Text
 
 from nsfleet.admin.byte_diff import RawDifference, byte_differences
-from nsfleet.admin.name_service import (
-    NameService,
-    RemotingNameService,
-    is_http,
-    open_name_service,
-)
 from nsfleet.admin.snapshot import (
     ANSWER_CONFIG,
     Difference,
@@ -44,9 +38,11 @@ from nsfleet.admin.snapshot import (
     read_snapshot,
     touched_topics,
 )
-from nsfleet.client.connection import ConnectOptions
+from nsfleet.client.connection import ConnectOptions, is_http
 from nsfleet.client.http import ApiError, FleetUnavailable
+from nsfleet.client.name_service import NameService, open_name_service
 from nsfleet.client.remoting import RemotingUnavailable
+from nsfleet.client.remoting_name_service import RemotingNameService
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 from nsfleet.wire.codec import CURRENT_VERSION
 
@@ -178,8 +174,9 @@ def sides_of(args: argparse.Namespace) -> list[str]:
 
 
 def open_sides(args: argparse.Namespace, specs: list[str]) -> list[NameService]:
+    """Each side for reading it whole (remoting requests pipelined)."""
     opts = ConnectOptions.from_args(args, default_timeout=DEFAULT_TIMEOUT)
-    return [open_name_service(s, opts) for s in specs]
+    return [open_name_service(s, opts, bulk=True) for s in specs]
 
 
 async def _execute(args: argparse.Namespace, specs: list[str]) -> DiffResult:

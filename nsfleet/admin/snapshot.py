@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsfleet.admin.name_service import NameService, Progress, kv_tables
+from nsfleet.client.name_service import NameService, Progress, kv_tables
 
 # The NamesrvConfig keys that change what a NameServer answers, with Java's defaults (a key a
 # side does not report, e.g. an older version's, counts as its default).
