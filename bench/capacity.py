@@ -11,7 +11,7 @@ arguments and writing the reply; the model uses the larger):
 * uncached route read of a topic served by each of --groups groups;
 * sweep with none due.
 
-Then the capacity model (docs/architecture.md, "Capacity model"): with a Redis budget of --budget
+Then the capacity model (docs/capacity.md): with a Redis budget of --budget
 of one core, how many brokers of T topics one shard carries when every broker registers with
 each of W workers every 30 s, every worker sweeps every 10 s and refreshes each cached route at
 most every 60 s. Writes bench/results/capacity.json.

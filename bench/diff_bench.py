@@ -24,10 +24,11 @@ import aiohttp
 from benchlib import new_results, start_worker, write_results
 
 from nsfleet.admin.diff import run_diff
-from nsfleet.admin.name_service import open_name_service
+from nsfleet.client.connection import ConnectOptions
+from nsfleet.client.name_service import open_name_service
 from nsfleet.client.remoting import NamesrvClient
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.codec import RequestCode
+from nsfleet.wire.codec import RequestCode
 
 SEQUENTIAL_SAMPLE = 300  # routes read one connection each, to extrapolate
 
@@ -51,8 +52,8 @@ async def register(session: aiohttp.ClientSession, url: str,
 
 
 async def timed_diff(a: str, b: str) -> tuple[float, int, int]:
-    left = open_name_service(a, timeout=30)
-    right = open_name_service(b, timeout=30)
+    left = open_name_service(a, ConnectOptions(timeout=30), bulk=True)
+    right = open_name_service(b, ConnectOptions(timeout=30), bulk=True)
     try:
         started = time.perf_counter()
         result = await run_diff(left, right, settle=0)

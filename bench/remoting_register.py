@@ -41,8 +41,8 @@ from benchlib import new_results, start_worker, write_results
 
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting import bodies, fastjson
-from nsfleet.remoting.bodies import RegisterBody, crc32, decode_register_body
+from nsfleet.wire import bodies, fastjson
+from nsfleet.wire.bodies import RegisterBody, crc32, decode_register_body
 from tests.support.register_bodies import encode_register_body
 from tests.support.remoting_client import V4_9_8, V5_3_3, Command, encode
 

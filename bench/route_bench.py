@@ -23,8 +23,8 @@ from benchlib import new_results, start_worker, write_results
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.codec import FrameDecoder, RemotingCommand, encode_frame
 from nsfleet.store import RouteStore
+from nsfleet.wire.codec import FrameDecoder, RemotingCommand, encode_frame
 
 
 def registration(i: int, topics: list[str]) -> BrokerRegistration:

@@ -51,8 +51,8 @@ from benchlib import free_port, new_results, start_worker, summary, write_result
 
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.bodies import RegisterBody, crc32
 from nsfleet.store import scripts
+from nsfleet.wire.bodies import RegisterBody, crc32
 from tests.support.register_bodies import encode_register_body
 from tests.support.remoting_client import V5_3_3, Command, encode
 

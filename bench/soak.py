@@ -43,9 +43,9 @@ from benchlib import new_results, write_results
 
 from nsfleet.client.http import FleetHttp, FleetUnavailable
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.remoting.codec import CURRENT_VERSION, FrameDecoder, RemotingCommand, encode_frame
 from nsfleet.simulate_plan import SimBroker, make_plan
 from nsfleet.store.keys import Keys
+from nsfleet.wire.codec import CURRENT_VERSION, FrameDecoder, RemotingCommand, encode_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.support
 from tests.support import invariants

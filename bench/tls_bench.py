@@ -26,8 +26,8 @@ from benchlib import new_results, start_worker, write_results
 from route_bench import populate, remoting_load, route_request
 
 from nsfleet.redis_server import RedisServer
-from nsfleet.remoting.codec import FrameDecoder
 from nsfleet.store import RouteStore
+from nsfleet.wire.codec import FrameDecoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.certs import Authority  # from the repository root, just added

@@ -13,7 +13,9 @@ Only the process that took the data directory's lock writes ``redis.url`` and re
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import ctypes
 import fcntl
 import re
@@ -226,3 +228,27 @@ class EmbeddedRedis:
         self.restart_at = None
         self.server.stop()
         self._release()
+
+
+async def keep_running(embedded: EmbeddedRedis, stop: asyncio.Event,
+                       died: list[EmbeddedRedisDied], poll: float = 0.2) -> None:
+    """A worker's supervision of its embedded Redis: ``supervise`` every ``poll`` seconds; one
+    that keeps exiting is appended to ``died`` and sets ``stop``. Ends on ``stop`` (never
+    cancelled: a restart in flight finishes, so the worker's shutdown stops the server it
+    started)."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(poll):
+                await stop.wait()
+        if stop.is_set():
+            return
+        due = embedded.restart_at is not None and time.monotonic() >= embedded.restart_at
+        try:
+            if due:  # waits for the server to answer: off the event loop
+                await asyncio.to_thread(embedded.supervise)
+            else:
+                embedded.supervise()
+        except EmbeddedRedisDied as exc:
+            log.error("embedded redis keeps exiting: stopping the worker", error=str(exc))
+            died.append(exc)
+            stop.set()

@@ -38,16 +38,20 @@ from rich.progress import (
 )
 
 from nsfleet.client.broker_agent import BrokerAgent
-from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
-from nsfleet.client.http import DEFAULT_SERVER
-from nsfleet.client.remoting import client_tls_context, parse_addrs
+from nsfleet.client.broker_loop import BrokerLoop
+from nsfleet.client.connection import (
+    ConnectOptions,
+    add_connection_options,
+    remoting_options_given,
+)
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
+from nsfleet.client.remoting import parse_addrs
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.simulate_plan import Plan, make_plan
 
-SERVER_ENV = "NSFLEET_SERVER"
 START_CONCURRENCY = 32  # registrations in flight while starting
 REFRESH = 0.2  # seconds between display updates
-Agent = BrokerAgent | RemotingBrokerAgent
+Agent = BrokerLoop
 
 
 @dataclass(slots=True)
@@ -157,9 +161,7 @@ async def simulate(servers: str, plan: Plan, *, duration: float | None, heartbea
 
             async def close(agent: Agent) -> bool:
                 try:
-                    if isinstance(agent, RemotingBrokerAgent):
-                        return await agent.close()  # --keep is refused with -n
-                    return await agent.close(unregister=not keep)
+                    return await agent.close(unregister=not keep)  # --keep is refused with -n
                 finally:
                     progress.advance(unreg)
 
@@ -201,12 +203,12 @@ async def _main(args: argparse.Namespace, plan: Plan, console: Console) -> Summa
             handled.append(sig)
     try:
         servers = args.server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+        opts = ConnectOptions.from_args(args)
         return await simulate(servers, plan, duration=args.duration, heartbeat=args.heartbeat,
                               keep=args.keep, request_timeout=args.timeout, stop=stop,
                               console=console, seed=args.seed,
-                              token=read_secret(args.token_file, "--token-file", TOKEN_ENV),
-                              namesrv_addrs=args.namesrv_addr, tls=_tls_context(args),
-                              credentials=_credentials(args))
+                              token=opts.token, namesrv_addrs=args.namesrv_addr, tls=opts.tls,
+                              credentials=opts.credentials)
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
@@ -230,32 +232,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
-def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
-    """As ``nsfleet admin -n``: any --tls* option turns TLS on."""
-    if not (args.tls or args.tls_ca_file or args.tls_cert_file or args.tls_insecure):
-        return None
-    return client_tls_context(args.tls_ca_file or "", args.tls_cert_file or "",
-                              args.tls_key_file or "", verify=not args.tls_insecure)
-
-
-def _credentials(args: argparse.Namespace) -> tuple[str, str] | None:
-    access_key = args.access_key or os.environ.get(ACCESS_KEY_ENV)
-    secret_key = read_secret(args.secret_key_file, "--secret-key-file", SECRET_KEY_ENV)
-    if access_key and secret_key:
-        return access_key, secret_key
-    if access_key or args.secret_key_file:
-        raise ValueError("signing needs both --access-key and --secret-key-file (or "
-                         f"{ACCESS_KEY_ENV} and {SECRET_KEY_ENV})")
-    return None
-
-
 def _check_addresses(args: argparse.Namespace) -> None:
     """-n is remoting host:port, as in ``nsfleet admin``; a URL there was meant for --server."""
-    remoting_only = [flag for flag, value in (
-        ("--tls", args.tls), ("--tls-ca-file", args.tls_ca_file),
-        ("--tls-cert-file", args.tls_cert_file), ("--tls-key-file", args.tls_key_file),
-        ("--tls-insecure", args.tls_insecure), ("--access-key", args.access_key),
-        ("--secret-key-file", args.secret_key_file)) if value]
+    remoting_only = remoting_options_given(args)
     if args.namesrv_addr is None:
         if remoting_only:
             raise ValueError(f"{', '.join(remoting_only)}: only with -n (remoting)")
@@ -298,30 +277,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--spread", type=int, default=3, metavar="K",
                    help="a topic is on 1..K broker groups (default 3)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the layout (default 0)")
-    p.add_argument("--timeout", type=float, default=5.0, metavar="S",
-                   help="seconds per request and worker (default 5)")
     p.add_argument("--keep", action="store_true",
                    help="leave the brokers registered at the end (they expire on their own)")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
-    p.add_argument("--tls", action="store_true",
-                   help="with -n: speak TLS (a worker with tls-mode permissive or enforcing)")
-    p.add_argument("--tls-ca-file", default=None, metavar="PEM",
-                   help="with -n: CA certificates the server's must chain to; implies --tls")
-    p.add_argument("--tls-cert-file", default=None, metavar="PEM",
-                   help="with -n: client certificate, for tls-client-auth; implies --tls")
-    p.add_argument("--tls-key-file", default=None, metavar="PEM",
-                   help="with -n: the client certificate's private key")
-    p.add_argument("--tls-insecure", action="store_true",
-                   help="with -n: do not verify the server's certificate (tests only); "
-                        "implies --tls")
-    p.add_argument("--access-key", default=None, metavar="AK",
-                   help=f"with -n: sign the brokers' requests as this account, as a broker "
-                        f"with aclEnable (env {ACCESS_KEY_ENV})")
-    p.add_argument("--secret-key-file", default=None, metavar="FILE",
-                   help=f"with -n: the account's secret key (env {SECRET_KEY_ENV} holds the "
-                        "key itself)")
-    p.add_argument("--token-file", default=None, metavar="FILE",
-                   help=f"HTTP bearer token with write scope, for workers with tokens on (env "
-                        f"{TOKEN_ENV} holds the token itself)")
+    add_connection_options(p, signs_as="the brokers' requests, as a broker with aclEnable")
     p.set_defaults(func=run)
     return p

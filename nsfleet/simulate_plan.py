@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from nsfleet.client.broker_agent import BrokerIdentity
+from nsfleet.client.broker_loop import BrokerIdentity
 from nsfleet.domain.model import (
     PERM_INHERIT,
     PERM_READ,

@@ -50,19 +50,27 @@ local function clear_topic_write_perm(topic, name)
   end
 end
 
--- A group too big for the budget is recorded in P:idx:perm-clears (brokerName -> SSCAN cursor)
--- and cleared by clear_write_perm.lua in chunks; routes already show its queue data without the
--- write perm meanwhile (route.lua).
-local function clear_write_perm(name)
+-- per_topic(topic, name) over every topic of the group when they fit the call's budget (which
+-- they spend); otherwise defer(topics key) records the work for a chunked drain instead.
+local function each_topic_within_budget(name, per_topic, defer)
   local btkey = k_broker_topics(name)
   local count = rcall('SCARD', btkey)
   if count <= drop_budget then
     drop_budget = drop_budget - count
-    for _, topic in ipairs(rcall('SMEMBERS', btkey)) do clear_topic_write_perm(topic, name) end
+    for _, topic in ipairs(rcall('SMEMBERS', btkey)) do per_topic(topic, name) end
   else
-    rcall('HSET', k_perm_clears(), name, '0')
+    defer(btkey)
     cleanup_started = true
   end
+end
+
+-- A group too big for the budget is recorded in P:idx:perm-clears (brokerName -> SSCAN cursor)
+-- and cleared by clear_write_perm.lua in chunks; routes already show its queue data without the
+-- write perm meanwhile (route.lua).
+local function clear_write_perm(name)
+  each_topic_within_budget(name, clear_topic_write_perm, function()
+    rcall('HSET', k_perm_clears(), name, '0')
+  end)
 end
 
 -- Returns 1 when the group was removed, 0 when it was reduced or unknown.
@@ -95,17 +103,12 @@ local function remove_broker(cluster, addr, name)
     end
   end
   if remaining == 0 then
-    local btkey = k_broker_topics(name)
-    local count = rcall('SCARD', btkey)
-    if count <= drop_budget then
-      drop_budget = drop_budget - count
-      for _, topic in ipairs(rcall('SMEMBERS', btkey)) do drop_queue(topic, name) end
-    else
+    -- A group too big for the budget: its topic set becomes a durable cleanup record.
+    each_topic_within_budget(name, drop_queue, function(btkey)
       rcall('RENAME', btkey, k_cleanup(name))
       rcall('SADD', k_cleanups(), name)
-      cleanup_started = true
-    end
-    rcall('DEL', k_group(name), mkey, btkey, k_member_clusters(name))
+    end)
+    rcall('DEL', k_group(name), mkey, k_broker_topics(name), k_member_clusters(name))
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
     for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do

@@ -16,24 +16,18 @@ import argparse
 import asyncio
 import json
 import os
-import ssl
 import sys
 from typing import Any
 
 from rich.console import Console
 
 from nsfleet.admin import address_server, commands, copy_config, diff
-from nsfleet.admin.api import Api, HttpApi, RemotingApi
-from nsfleet.client.credentials import (
-    ACCESS_KEY_ENV,
-    SECRET_KEY_ENV,
-    TOKEN_ENV,
-    read_secret,
-)
-from nsfleet.client.http import DEFAULT_SERVER, ApiError, FleetHttp, FleetUnavailable
-from nsfleet.client.remoting import NamesrvClient, RemotingUnavailable, client_tls_context
+from nsfleet.client.connection import ConnectOptions, add_connection_options
+from nsfleet.client.credentials import TOKEN_ENV
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, ApiError, FleetUnavailable
+from nsfleet.client.name_service import open_name_service
+from nsfleet.client.remoting import RemotingUnavailable
 
-SERVER_ENV = "NSFLEET_SERVER"
 DESCRIPTION = """\
 mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
 the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
@@ -52,32 +46,10 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--namesrv-addr", "-n", default=argparse.SUPPRESS, metavar="HOST:PORT[;...]",
                    help="speak the RocketMQ remoting protocol to these NameServer addresses "
                         "(mqadmin's -n), instead of the HTTP API")
-    p.add_argument("--tls", action="store_true", default=argparse.SUPPRESS,
-                   help="with -n: speak TLS (a worker with tls-mode permissive or enforcing; "
-                        "Java: -Dtls.enable=true)")
-    p.add_argument("--tls-ca-file", default=argparse.SUPPRESS, metavar="PEM",
-                   help="with -n: CA certificates the server's must chain to (default: the "
-                        "system's); implies --tls")
-    p.add_argument("--tls-cert-file", default=argparse.SUPPRESS, metavar="PEM",
-                   help="with -n: client certificate, for tls-client-auth; implies --tls")
-    p.add_argument("--tls-key-file", default=argparse.SUPPRESS, metavar="PEM",
-                   help="with -n: the client certificate's private key")
-    p.add_argument("--tls-insecure", action="store_true", default=argparse.SUPPRESS,
-                   help="with -n: do not verify the server's certificate (tests only; "
-                        "Java's tls.test.mode.enable); implies --tls")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the worker's JSON instead of tables")
-    p.add_argument("--token-file", default=argparse.SUPPRESS, metavar="FILE",
-                   help=f"HTTP bearer token for workers with tokens on (env {TOKEN_ENV} holds "
-                        "the token itself)")
-    p.add_argument("--access-key", default=argparse.SUPPRESS, metavar="AK",
-                   help=f"-n: sign requests as this account, as mqadmin with conf/tools.yml "
-                        f"(env {ACCESS_KEY_ENV})")
-    p.add_argument("--secret-key-file", default=argparse.SUPPRESS, metavar="FILE",
-                   help=f"-n: the account's secret key (env {SECRET_KEY_ENV} holds the key "
-                        "itself)")
-    p.add_argument("--timeout", type=float, default=argparse.SUPPRESS, metavar="S",
-                   help=f"seconds per request and worker (default {DEFAULT_TIMEOUT:g})")
+    add_connection_options(p, signs_as="requests, as mqadmin with conf/tools.yml",
+                           suppress=True)
     return p
 
 
@@ -163,35 +135,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return admin
 
 
-def _secret(args: argparse.Namespace, file_option: str, env: str) -> str | None:
-    return read_secret(getattr(args, file_option, None), "--" + file_option.replace("_", "-"), env)
-
-
 async def _execute(args: argparse.Namespace) -> commands.Output:
-    timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
-    api: Api
-    if getattr(args, "namesrv_addr", None):
-        access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
-        secret_key = _secret(args, "secret_key_file", SECRET_KEY_ENV)
-        api = RemotingApi(NamesrvClient(args.namesrv_addr, timeout=timeout,
-                                        tls=_tls_context(args), access_key=access_key,
-                                        secret_key=secret_key))
-    else:
-        servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
-        api = HttpApi(FleetHttp(servers, timeout=timeout,
-                                token=_secret(args, "token_file", TOKEN_ENV)))
+    servers = getattr(args, "server", None) or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+    api = open_name_service(getattr(args, "namesrv_addr", None) or servers,
+                            ConnectOptions.from_args(args))
     try:
         return await args.handler(api, args)
     finally:
         await api.close()
-
-
-def _tls_context(args: argparse.Namespace) -> ssl.SSLContext | None:
-    ca, cert = getattr(args, "tls_ca_file", ""), getattr(args, "tls_cert_file", "")
-    insecure = getattr(args, "tls_insecure", False)
-    if not (getattr(args, "tls", False) or ca or cert or insecure):
-        return None
-    return client_tls_context(ca, cert, getattr(args, "tls_key_file", ""), verify=not insecure)
 
 
 def _unavailable(exc: FleetUnavailable) -> str:

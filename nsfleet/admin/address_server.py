@@ -10,12 +10,13 @@ from typing import Any
 from rich.text import Text
 
 from nsfleet.admin import tables
-from nsfleet.admin.api import Api, HttpApi
 from nsfleet.admin.commands import Output
+from nsfleet.client.http_name_service import HttpNameService
+from nsfleet.client.name_service import NameService
 
 
-async def address_server(api: Api, args: argparse.Namespace) -> Output:
-    if not isinstance(api, HttpApi):
+async def address_server(api: NameService, args: argparse.Namespace) -> Output:
+    if not isinstance(api, HttpNameService):
         raise ValueError("address-server speaks the HTTP API: use --server http://HOST:8080")
     if args.address_action == "show":
         data = (await api.http.request("GET", "/v1/address-server")).json()

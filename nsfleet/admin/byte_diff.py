@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nsfleet.admin.name_service import RemotingNameService
-from nsfleet.remoting.codec import RemotingCommand, RequestCode
-from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.client.remoting_name_service import RemotingNameService
+from nsfleet.wire.codec import RemotingCommand, RequestCode
+from nsfleet.wire.fastjson import loads_lenient
 
 ABSENT_TOPIC = "nsfleet-diff-no-such-topic"  # asks each side for its "topic not exist" answer
 WINDOW = 48  # bytes of body shown either side of the first difference
@@ -100,7 +100,7 @@ async def byte_differences(a: RemotingNameService, b: RemotingNameService, *,
     differing part of an answer."""
     out: list[RawDifference] = []
     for code, ext in requests(topics, clusters, namespaces):
-        left = await a.client.call(code, ext, version=version)
-        right = await b.client.call(code, ext, version=version)
+        left = await a.transport.call(code, ext, version=version)
+        right = await b.transport.call(code, ext, version=version)
         out += compare_answers(_label(code, ext), left, right)
     return out

@@ -1,5 +1,5 @@
-"""The admin commands: each asks through an Api (HTTP or remoting) and returns an Output (the
-HTTP API's JSON shapes for ``--json``, renderables for people)."""
+"""The admin commands: each asks through a NameService (HTTP or remoting) and returns an Output
+(the HTTP API's JSON shapes for ``--json``, renderables for people)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from nsfleet.admin import tables
-from nsfleet.admin.api import Api
 from nsfleet.client.http import ApiError
+from nsfleet.client.name_service import NameService
 from nsfleet.client.queues import parse_order_conf
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
@@ -25,87 +25,87 @@ class Output:
     warnings: list[str] = field(default_factory=list)  # for stderr, with --json too
 
 
-Command = Callable[[Api, argparse.Namespace], Awaitable[Output]]
+Command = Callable[[NameService, argparse.Namespace], Awaitable[Output]]
 
 
-async def cluster_list(api: Api, args: argparse.Namespace) -> Output:
+async def cluster_list(api: NameService, args: argparse.Namespace) -> Output:
     info = await api.cluster_info()
-    live = await api.brokers() if api.live_table else []  # heartbeat ages over HTTP only
-    return Output(info, [tables.cluster_table(info, live or [],
-                                              heartbeats_known=api.live_table)])
+    live = await api.brokers() if api.heartbeats_known else []  # heartbeat ages over HTTP only
+    return Output(info, [tables.cluster_table(info, live,
+                                              heartbeats_known=api.heartbeats_known)])
 
 
-async def broker_list(api: Api, args: argparse.Namespace) -> Output:
+async def broker_list(api: NameService, args: argparse.Namespace) -> Output:
     """Live brokers; over remoting without heartbeat ages and deadlines (no request has them)."""
-    brokers = await api.brokers() or []
+    brokers = await api.brokers()
     return Output({"brokers": brokers}, [tables.broker_table(brokers)])
 
 
-async def topic_route(api: Api, args: argparse.Namespace) -> Output:
+async def topic_route(api: NameService, args: argparse.Namespace) -> Output:
     route = await api.route(args.topic)
     return Output(route, list(tables.route_tables(args.topic, route)))
 
 
-async def topic_list(api: Api, args: argparse.Namespace) -> Output:
-    data = await api.topics(args.cluster)
+async def topic_list(api: NameService, args: argparse.Namespace) -> Output:
+    topics = await api.topics(args.cluster)
     title = f"Topics of cluster {args.cluster}" if args.cluster else "Topics"
-    return Output(data, [tables.list_table(title, "Topic", data["topicList"])])
+    return Output({"topicList": topics}, [tables.list_table(title, "Topic", topics)])
 
 
-async def topic_cluster_list(api: Api, args: argparse.Namespace) -> Output:
+async def topic_cluster_list(api: NameService, args: argparse.Namespace) -> Output:
     route = await api.route(args.topic)
     clusters = sorted({b["cluster"] for b in route.get("brokerDatas", [])})
     return Output({"clusterList": clusters},
                   [tables.list_table(f"Clusters of {args.topic}", "Cluster", clusters)])
 
 
-async def changes(api: Api, args: argparse.Namespace) -> Output:
+async def changes(api: NameService, args: argparse.Namespace) -> Output:
     """The fleet's recent changes, newest first (every worker's, from the shared history)."""
     data = await api.changes(args.limit)
     return Output(data, [tables.changes_table(data["changes"])])
 
 
-async def delete_topic(api: Api, args: argparse.Namespace) -> Output:
-    data = await api.delete_topic(args.topic, args.cluster)
+async def delete_topic(api: NameService, args: argparse.Namespace) -> Output:
+    removed = await api.delete_topic(args.topic, args.cluster)
+    data = {"removedQueueDatas": removed}
     scope = f" in cluster {args.cluster}" if args.cluster else ""
-    removed = data["removedQueueDatas"]
     count = "" if removed is None else f": {removed} queue data removed"
     # mqadmin deleteTopic also deletes it on the brokers; without that, a broker's next
     # registration brings the topic back.
     return Output(data, [Text(f"deleted topic {args.topic}{scope}{count}")])
 
 
-async def _kv_put(api: Api, namespace: str, key: str, value: str) -> Output:
-    data = await api.kv_put(namespace, key, value)
-    return Output(data, [Text(f"put {namespace} {key} = {value}"
-                              + (" (unchanged)" if data.get("changed") is False else ""))])
+async def _kv_put(api: NameService, namespace: str, key: str, value: str) -> Output:
+    changed = await api.kv_put(namespace, key, value)
+    return Output({"changed": changed}, [Text(f"put {namespace} {key} = {value}"
+                                              + (" (unchanged)" if changed is False else ""))])
 
 
-async def _kv_delete(api: Api, namespace: str, key: str) -> Output:
-    data = await api.kv_delete(namespace, key)
-    return Output(data, [Text(f"{namespace} {key} was not set" if data.get("deleted") is False
-                              else f"deleted {namespace} {key}")])
+async def _kv_delete(api: NameService, namespace: str, key: str) -> Output:
+    deleted = await api.kv_delete(namespace, key)
+    return Output({"deleted": deleted}, [Text(f"{namespace} {key} was not set" if deleted is False
+                                              else f"deleted {namespace} {key}")])
 
 
-async def _kv_get(api: Api, namespace: str, key: str) -> Output:
-    data = await api.kv_get(namespace, key)
-    return Output(data, [Text(data["value"])])
+async def _kv_get(api: NameService, namespace: str, key: str) -> Output:
+    value = await api.kv_get(namespace, key)
+    return Output({"value": value}, [Text(value)])
 
 
-async def kv(api: Api, args: argparse.Namespace) -> Output:
+async def kv(api: NameService, args: argparse.Namespace) -> Output:
     if args.kv_action == "get":
         return await _kv_get(api, args.namespace, args.key)
     if args.kv_action == "put":
         return await _kv_put(api, args.namespace, args.key, args.value)
     if args.kv_action == "delete":
         return await _kv_delete(api, args.namespace, args.key)
-    data = await api.kv_list(args.namespace)
-    rows = sorted(data["table"].items())
-    return Output(data, [tables.pairs_table(f"KV namespace {args.namespace} ({len(rows)})",
-                                            ("Key", "Value"), rows)])
+    table = await api.kv_table(args.namespace)
+    rows = sorted(table.items())
+    title = f"KV namespace {args.namespace} ({len(rows)})"
+    return Output({"table": table}, [tables.pairs_table(title, ("Key", "Value"), rows)])
 
 
-async def order_conf(api: Api, args: argparse.Namespace) -> Output:
+async def order_conf(api: NameService, args: argparse.Namespace) -> Output:
     if args.order_action == "get":
         return await _kv_get(api, ORDER_TOPIC_CONFIG, args.topic)
     if args.order_action == "put":
@@ -129,7 +129,7 @@ async def order_conf(api: Api, args: argparse.Namespace) -> Output:
     return await _kv_delete(api, ORDER_TOPIC_CONFIG, args.topic)
 
 
-async def _groups_serving(api: Api, topic: str) -> set[str]:
+async def _groups_serving(api: NameService, topic: str) -> set[str]:
     """The broker groups with queue data for ``topic`` (none when it has no route)."""
     try:
         route = await api.route(topic)
@@ -140,36 +140,36 @@ async def _groups_serving(api: Api, topic: str) -> set[str]:
     return {q["brokerName"] for q in route.get("queueDatas", [])}
 
 
-async def wipe_write_perm(api: Api, args: argparse.Namespace) -> Output:
-    data = await _write_perm(api, args.broker, wipe=True)
-    return Output(data, [Text(f"wiped the write perm of broker {args.broker} in "
-                              f"{data['wipeTopicCount']} topics")])
+async def wipe_write_perm(api: NameService, args: argparse.Namespace) -> Output:
+    count = await _write_perm(api, args.broker, wipe=True)
+    return Output({"wipeTopicCount": count}, [Text(
+        f"wiped the write perm of broker {args.broker} in {count} topics")])
 
 
-async def add_write_perm(api: Api, args: argparse.Namespace) -> Output:
-    data = await _write_perm(api, args.broker, wipe=False)
-    return Output(data, [Text(f"added the write perm of broker {args.broker} in "
-                              f"{data['addTopicCount']} topics")])
+async def add_write_perm(api: NameService, args: argparse.Namespace) -> Output:
+    count = await _write_perm(api, args.broker, wipe=False)
+    return Output({"addTopicCount": count}, [Text(
+        f"added the write perm of broker {args.broker} in {count} topics")])
 
 
-async def _write_perm(api: Api, broker: str, wipe: bool) -> dict[str, Any]:
+async def _write_perm(api: NameService, broker: str, wipe: bool) -> int:
     """An nsfleet worker's HTTP API refuses a group no broker registered (404). The remoting
     answer is Java's, a count of 0 for an unknown name as for a group without topics, so a
     count of 0 is checked against the cluster info, which lists every registered group."""
-    data = await api.write_perm(broker, wipe=wipe)
-    if not any(data.values()) and broker not in (await api.cluster_info()).get(
+    count = await api.write_perm(broker, wipe=wipe)
+    if not count and broker not in (await api.cluster_info()).get(
             "brokerAddrTable", {}):
         raise ValueError(f"no broker group {broker} is registered: nothing changed (check the "
                          "name: nsfleet admin cluster-list)")
-    return data
+    return count
 
 
-async def namesrv_config(api: Api, args: argparse.Namespace) -> Output:
+async def namesrv_config(api: NameService, args: argparse.Namespace) -> Output:
     """getNamesrvConfig / updateNamesrvConfig (fleet-wide on nsfleet)."""
     if args.config_action == "get":
-        data = await api.config_get()
-        return Output(data, [tables.pairs_table("NameServer config", ("Key", "Value"),
-                                                sorted(data["config"].items()))])
+        config = dict(sorted((await api.config()).items()))
+        return Output({"config": config}, [tables.pairs_table(
+            "NameServer config", ("Key", "Value"), sorted(config.items()))])
     values = {}
     for pair in args.pairs:
         key, sep, value = pair.partition("=")
@@ -178,13 +178,13 @@ async def namesrv_config(api: Api, args: argparse.Namespace) -> Output:
         values[key] = value
     if api.protocol == "remoting":
         # Java ignores unknown keys without a word; the keys it has are those it lists.
-        known = (await api.config_get())["config"]
+        known = await api.config()
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ValueError(f"unknown keys: {', '.join(unknown)} (the NameServer's config "
                              "lists no such key); nothing sent")
-    data = await api.config_set(values)
-    applied = data["applied"]
+    applied = await api.config_set(values)
+    data = {"applied": applied}
     if applied is None:  # the remoting answer does not say
         return Output(data, [Text(f"sent {k} = {v}") for k, v in sorted(values.items())])
     out = Output(data, [Text(f"set {k} = {v}") for k, v in sorted(applied.items())])

@@ -24,20 +24,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nsfleet.admin.api import Api, HttpApi, RemotingApi
 from nsfleet.admin.diff import COMPARE_ERRORS, open_sides
-from nsfleet.admin.name_service import is_http, kv_tables
-from nsfleet.admin.snapshot import ANSWER_CONFIG, ORDER_TOPIC_CONFIG
-from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
-from nsfleet.client.http import DEFAULT_SERVER, FleetHttp
-from nsfleet.client.remoting import NamesrvClient
+from nsfleet.admin.snapshot import ANSWER_CONFIG
+from nsfleet.client.connection import ConnectOptions
+from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV
+from nsfleet.client.name_service import NameService, kv_tables, open_name_service
+from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
 FROM_N = "<-n>"  # --from given without a value: the -n addresses are the source
-SERVER_ENV = "NSFLEET_SERVER"
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class ConfigEdit:
     action: str  # put, delete (KV) or set (config)
     namespace: str  # "" for config
     key: str
@@ -50,20 +48,20 @@ class Change:
 
 
 def plan(source_kv: dict[str, dict[str, str] | None], target_kv: dict[str, dict[str, str] | None],
-         source_config: dict[str, str], target_config: dict[str, str]) -> list[Change]:
+         source_config: dict[str, str], target_config: dict[str, str]) -> list[ConfigEdit]:
     """What makes the target's KV and answer-changing config equal to the source's."""
-    changes: list[Change] = []
+    changes: list[ConfigEdit] = []
     for ns in sorted(source_kv):
         src, dst = source_kv[ns] or {}, target_kv.get(ns) or {}
         for key in sorted(src.keys() | dst.keys()):
             if key not in src:
-                changes.append(Change("delete", ns, key, dst[key], None))
+                changes.append(ConfigEdit("delete", ns, key, dst[key], None))
             elif src[key] != dst.get(key):
-                changes.append(Change("put", ns, key, dst.get(key), src[key]))
+                changes.append(ConfigEdit("put", ns, key, dst.get(key), src[key]))
     for key, default in ANSWER_CONFIG.items():
         want, have = source_config.get(key, default), target_config.get(key, default)
         if want != have:
-            changes.append(Change("set", "", key, have, want))
+            changes.append(ConfigEdit("set", "", key, have, want))
     return changes
 
 
@@ -78,20 +76,12 @@ def _specs(args: argparse.Namespace) -> tuple[str, str]:
     return source, target
 
 
-def _writer(args: argparse.Namespace, target: str) -> Api:
-    timeout = getattr(args, "timeout", 5.0)
-    if is_http(target):
-        return HttpApi(FleetHttp(target, timeout=timeout,
-                                 token=read_secret(getattr(args, "token_file", None),
-                                                   "--token-file", TOKEN_ENV)))
-    access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
-    secret_key = read_secret(getattr(args, "secret_key_file", None), "--secret-key-file",
-                             SECRET_KEY_ENV)
-    return RemotingApi(NamesrvClient(target, timeout=timeout, access_key=access_key,
-                                     secret_key=secret_key))
+def _writer(args: argparse.Namespace, target: str) -> NameService:
+    """The target, written one request at a time with every connection option (TLS too)."""
+    return open_name_service(target, ConnectOptions.from_args(args))
 
 
-async def apply(api: Api, changes: list[Change]) -> None:
+async def apply(api: NameService, changes: list[ConfigEdit]) -> None:
     for change in changes:
         if change.action == "put":
             await api.kv_put(change.namespace, change.key, change.after or "")
@@ -102,7 +92,7 @@ async def apply(api: Api, changes: list[Change]) -> None:
         await api.config_set(config)
 
 
-async def _execute(args: argparse.Namespace) -> tuple[str, str, list[Change]]:
+async def _execute(args: argparse.Namespace) -> tuple[str, str, list[ConfigEdit]]:
     source_spec, target_spec = _specs(args)
     source, target = open_sides(args, [source_spec, target_spec])
     try:
@@ -122,7 +112,7 @@ async def _execute(args: argparse.Namespace) -> tuple[str, str, list[Change]]:
     return source_spec, target_spec, changes
 
 
-def _show(source: str, target: str, changes: list[Change], applied: bool) -> list[Any]:
+def _show(source: str, target: str, changes: list[ConfigEdit], applied: bool) -> list[Any]:
     head = Text(f"from {source}\ninto {target}\n")
     if not changes:
         return [head, Text("nothing to copy: the KV config and NameServer config are equal")]

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -32,24 +31,20 @@ from rich.table import Table
 from rich.text import Text
 
 from nsfleet.admin.byte_diff import RawDifference, byte_differences
-from nsfleet.admin.name_service import (
-    NameService,
-    RemotingNameService,
-    is_http,
-    open_name_service,
-)
 from nsfleet.admin.snapshot import (
     ANSWER_CONFIG,
-    ORDER_TOPIC_CONFIG,
     Difference,
     compare,
     read_snapshot,
     touched_topics,
 )
-from nsfleet.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV, read_secret
+from nsfleet.client.connection import ConnectOptions, is_http
 from nsfleet.client.http import ApiError, FleetUnavailable
-from nsfleet.client.remoting import RemotingUnavailable, client_tls_context
-from nsfleet.remoting.codec import CURRENT_VERSION
+from nsfleet.client.name_service import NameService, open_name_service
+from nsfleet.client.remoting import RemotingUnavailable
+from nsfleet.client.remoting_name_service import RemotingNameService
+from nsfleet.domain.model import ORDER_TOPIC_CONFIG
+from nsfleet.wire.codec import CURRENT_VERSION
 
 DEFAULT_SETTLE = 5.0
 DEFAULT_TIMEOUT = 10.0
@@ -179,17 +174,9 @@ def sides_of(args: argparse.Namespace) -> list[str]:
 
 
 def open_sides(args: argparse.Namespace, specs: list[str]) -> list[NameService]:
-    timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
-    access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
-    secret_key = read_secret(getattr(args, "secret_key_file", None), "--secret-key-file",
-                             SECRET_KEY_ENV)
-    token = read_secret(getattr(args, "token_file", None), "--token-file", TOKEN_ENV)
-    ca, cert = getattr(args, "tls_ca_file", ""), getattr(args, "tls_cert_file", "")
-    insecure = getattr(args, "tls_insecure", False)
-    tls = (client_tls_context(ca, cert, getattr(args, "tls_key_file", ""), verify=not insecure)
-           if getattr(args, "tls", False) or ca or cert or insecure else None)
-    return [open_name_service(s, timeout=timeout, token=token, tls=tls, access_key=access_key,
-                              secret_key=secret_key) for s in specs]
+    """Each side for reading it whole (remoting requests pipelined)."""
+    opts = ConnectOptions.from_args(args, default_timeout=DEFAULT_TIMEOUT)
+    return [open_name_service(s, opts, bulk=True) for s in specs]
 
 
 async def _execute(args: argparse.Namespace, specs: list[str]) -> DiffResult:

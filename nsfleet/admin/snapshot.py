@@ -15,9 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsfleet.admin.name_service import NameService, Progress, kv_tables
+from nsfleet.client.name_service import NameService, Progress, kv_tables
 
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 # The NamesrvConfig keys that change what a NameServer answers, with Java's defaults (a key a
 # side does not report, e.g. an older version's, counts as its default).
 ANSWER_CONFIG: dict[str, str] = {

@@ -1,7 +1,8 @@
 """Python clients of an nsfleet fleet over its JSON HTTP API: a broker's registration loop and a
 producer's or consumer's route cache."""
 
-from nsfleet.client.broker_agent import AgentStats, BrokerAgent, BrokerIdentity, clamp_interval
+from nsfleet.client.broker_agent import BrokerAgent, clamp_interval
+from nsfleet.client.broker_loop import AgentStats, BrokerIdentity
 from nsfleet.client.http import ApiError, FleetHttp, FleetUnavailable, parse_servers
 from nsfleet.client.queues import (
     MessageQueue,

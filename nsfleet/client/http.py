@@ -19,6 +19,7 @@ from urllib.parse import quote
 import aiohttp
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
+SERVER_ENV = "NSFLEET_SERVER"  # the worker URL(s) when no --server is given
 
 
 class ApiError(Exception):

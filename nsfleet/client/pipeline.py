@@ -14,7 +14,8 @@ import itertools
 import ssl
 
 from nsfleet.client.remoting import RemotingUnavailable, parse_addrs
-from nsfleet.remoting.codec import (
+from nsfleet.wire import signature
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
@@ -22,7 +23,6 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.security import signature
 
 
 class _Connection:

@@ -11,7 +11,8 @@ import ssl
 from collections.abc import Sequence
 
 from nsfleet.client.http import ApiError
-from nsfleet.remoting.codec import (
+from nsfleet.wire import signature
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
@@ -19,7 +20,6 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.security import signature
 
 _opaque = itertools.count(1)
 
@@ -85,13 +85,15 @@ class NamesrvClient:
         self.credentials = (access_key, secret_key) if access_key and secret_key else None
 
     async def call(self, code: int, ext_fields: dict[str, str] | None = None,
-                   body: bytes | None = None) -> RemotingCommand:
-        """The response to one request; RemotingUnavailable when no address answers."""
+                   body: bytes | None = None, *,
+                   version: int = CURRENT_VERSION) -> RemotingCommand:
+        """The response to one request, sent as a client of ``version`` (MQVersion ordinal);
+        RemotingUnavailable when no address answers."""
         errors: list[tuple[str, str]] = []
         if self.credentials is not None:
             ext_fields = signature.sign(dict(ext_fields or {}), body, *self.credentials)
         for addr in self.addrs:
-            request = RemotingCommand(code=code, language="PYTHON", version=CURRENT_VERSION,
+            request = RemotingCommand(code=code, language="PYTHON", version=version,
                                       opaque=next(_opaque), ext_fields=ext_fields, body=body,
                                       serialize_type=SerializeType.JSON)
             try:
@@ -100,6 +102,10 @@ class NamesrvClient:
             except (OSError, TimeoutError, ProtocolError, EOFError) as exc:
                 errors.append((addr, str(exc) or type(exc).__name__))
         raise RemotingUnavailable(errors)
+
+    async def close(self) -> None:
+        """Nothing to close: one connection per request (the same interface as the pipelined
+        client's)."""
 
     async def _exchange(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         host, _, port = addr.rpartition(":")

@@ -6,7 +6,8 @@ then every ``interval`` seconds QUERY_DATA_VERSION (322) and a full REGISTER_BRO
 NameServer answers ``changed`` (BrokerController.needRegister, forceRegister=false), and
 UNREGISTER_BROKER (104) on close. Like a broker it keeps its connection open: a NameServer drops
 a broker whose connection closes (Java's onChannelDestroy), so the registration lasts as long as
-the agent. A request goes to one address and fails over to the next when it does not answer, as
+the agent. The loop is the one every agent shares (``nsfleet.client.broker_loop``). A request
+goes to one address and fails over to the next when it does not answer, as
 the HTTP BrokerAgent does; unlike a broker, which registers with every NameServer, one answer is
 enough here: the workers share Redis. Optionally over TLS, and signed with an ACL account as a
 broker with ``aclEnable`` signs (AclClientRPCHook).
@@ -18,17 +19,17 @@ import asyncio
 import contextlib
 import itertools
 import json
-import logging
 import random
 import ssl
-import time
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from nsfleet.client.broker_agent import AgentStats, BrokerIdentity, topic_config_json
+from nsfleet.client.broker_loop import BrokerIdentity, BrokerLoop, topic_config_json
 from nsfleet.client.remoting import RemotingError, RemotingUnavailable, parse_addrs
 from nsfleet.domain.model import DataVersion, TopicConfig
-from nsfleet.remoting.codec import (
+from nsfleet.wire import signature
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
@@ -37,9 +38,7 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.security import signature
 
-log = logging.getLogger(__name__)
 _opaque = itertools.count(1)
 
 
@@ -97,28 +96,21 @@ def _crc32(body: bytes) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
-class RemotingBrokerAgent:
+class RemotingBrokerAgent(BrokerLoop):
     def __init__(self, addrs: str | Sequence[str], identity: BrokerIdentity,
                  topics: Iterable[TopicConfig] = (), *, heartbeat_interval: float = 30.0,
                  initial_delay: float | None = None, request_timeout: float = 5.0,
                  shuffle: bool = False, tls: ssl.SSLContext | None = None,
                  credentials: tuple[str, str] | None = None) -> None:
+        super().__init__(identity, topics, interval=heartbeat_interval,
+                         initial_delay=initial_delay)
         listed = parse_addrs(addrs) if isinstance(addrs, str) else list(addrs)
         if not listed:
             raise ValueError("no NameServer address")
         self.channels = [_Channel(a, request_timeout, tls) for a in listed]
         self.credentials = credentials  # (accessKey, secretKey)
         self._current = random.randrange(len(listed)) if shuffle else 0
-        self.identity = identity
-        self.interval = heartbeat_interval
-        self.initial_delay = heartbeat_interval if initial_delay is None else initial_delay
-        self.topics = {t.topic_name: t for t in topics}
-        self.data_version = DataVersion(0, int(time.time() * 1000), 0)
-        self.registered = False
-        self.master_addr: str | None = None
         self.failovers = 0
-        self.stats = AgentStats()
-        self._task: asyncio.Task[None] | None = None
 
     def _key(self) -> dict[str, str]:
         ident = self.identity
@@ -145,11 +137,10 @@ class RemotingBrokerAgent:
             return resp
         raise RemotingUnavailable(errors)
 
-    async def register(self) -> None:
-        """One REGISTER_BROKER now (RemotingError or RemotingUnavailable on failure)."""
+    async def _send_registration(self, dv: DataVersion) -> dict[str, Any]:
         ident = self.identity
-        wrapper = {"topicConfigTable": {n: topic_config_json(t) for n, t in self.topics.items()},
-                   "dataVersion": self.data_version.to_dict()}
+        wrapper = {"topicConfigTable": {n: topic_config_json(t) for n, t in self._topics.items()},
+                   "dataVersion": dv.to_dict()}
         body = json.dumps({"topicConfigSerializeWrapper": wrapper,
                            "filterServerList": []}).encode()
         ext = {**self._key(), "haServerAddr": ident.ha_server_addr or "",
@@ -157,54 +148,18 @@ class RemotingBrokerAgent:
         if ident.heartbeat_timeout_millis is not None:
             ext["heartbeatTimeoutMillis"] = str(ident.heartbeat_timeout_millis)
         resp = await self._call(RequestCode.REGISTER_BROKER, ext, body)
-        self.stats.registrations += 1
-        self.master_addr = (resp.ext_fields or {}).get("masterAddr") or None
-        self.registered = True
+        header = resp.ext_fields or {}
+        return {"masterAddr": header.get("masterAddr") or None,
+                "haServerAddr": header.get("haServerAddr") or None}
 
-    async def heartbeat(self) -> None:
-        """QUERY_DATA_VERSION, then a registration when the NameServer says it changed (also
-        when it no longer knows the broker); a slave registers until it learns its master."""
-        if not self.registered or (self.identity.broker_id != 0 and self.master_addr is None):
-            await self.register()
-            return
-        body = json.dumps(self.data_version.to_dict()).encode()
+    async def _data_version_changed(self, dv: DataVersion) -> bool:
+        body = json.dumps(dv.to_dict()).encode()
         resp = await self._call(RequestCode.QUERY_DATA_VERSION, self._key(), body)
-        self.stats.heartbeats += 1
-        if (resp.ext_fields or {}).get("changed", "false").lower() == "true":
-            await self.register()
+        return (resp.ext_fields or {}).get("changed", "false").lower() == "true"
 
-    async def start(self) -> None:
-        """Register (raising on failure), then beat in the background."""
-        await self.register()
-        self._task = asyncio.create_task(self._run(),
-                                         name=f"remoting-broker-{self.identity.broker_addr}")
+    async def _send_unregister(self) -> None:
+        await self._call(RequestCode.UNREGISTER_BROKER, self._key())
 
-    async def _run(self) -> None:
-        delay = self.initial_delay
-        while True:
-            await asyncio.sleep(delay)
-            delay = self.interval
-            try:
-                await self.heartbeat()
-            except (RemotingError, RemotingUnavailable) as exc:  # the next cycle may get through
-                self.stats.errors += 1
-                self.stats.last_error = str(exc)
-
-    async def close(self) -> bool:
-        """Stop beating, send UNREGISTER_BROKER and close the connection; True when a
-        NameServer answered the unregistration."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        done = False
-        if self.registered:
-            try:
-                await self._call(RequestCode.UNREGISTER_BROKER, self._key())
-                done, self.registered = True, False
-            except (RemotingError, RemotingUnavailable) as exc:  # shutting down: never raise
-                log.warning("unregister of %s failed: %s", self.identity.broker_addr, exc)
+    async def _close_transport(self) -> None:
         for channel in self.channels:
             await channel.close()
-        return done

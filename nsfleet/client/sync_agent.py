@@ -7,7 +7,8 @@ import threading
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
-from nsfleet.client.broker_agent import AgentStats, BrokerAgent, BrokerIdentity
+from nsfleet.client.broker_agent import BrokerAgent
+from nsfleet.client.broker_loop import AgentStats, BrokerIdentity
 from nsfleet.domain.model import DataVersion, TopicConfig
 
 T = TypeVar("T")

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,21 @@ from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
 from nsfleet.service.address_server import AddressServer
-from nsfleet.service.nameserver import (
-    ABSENT_ETAG,
-    NameServer,
-    RouteAnswer,
-    standard_route_json,
-)
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.route_reads import ABSENT_ETAG, RouteAnswer, standard_route_json
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """What the HTTP front end needs of the worker's settings, handed over by the wiring."""
+
+    max_body_size: int = 16 * 1024 * 1024
+    long_poll_max: float = 30.0  # longest wait, in seconds, a long-poll may ask for
+    ui: bool = True  # the read-only console at /ui
+
 
 NS_KEY = web.AppKey("nameserver", NameServer)
+OPTIONS_KEY = web.AppKey("options", HttpOptions)
 STATE_KEY = web.AppKey("state", dict)
 
 
@@ -140,7 +148,7 @@ async def get_route(request: web.Request) -> web.StreamResponse:
     ?wait=S the request long-polls until the route changes (200) or S seconds pass (304)."""
     ns = _ns(request)
     topic = request.match_info["topic"]
-    wait = _wait_seconds(request, ns.settings.long_poll_max)
+    wait = _wait_seconds(request, request.app[OPTIONS_KEY].long_poll_max)
     known = request.headers.get("If-None-Match", "").strip('W/"')
     answer = _cached_answer(ns, topic, known, wait)
     if answer is None:
@@ -164,7 +172,7 @@ async def watch_routes(request: web.Request) -> web.StreamResponse:
     whose ETag differs (``{"routes": {topic: {"etag", "route" or null}}}``) as soon as one does,
     or 304 when none did within ``?wait=S``."""
     ns = _ns(request)
-    wait = _wait_seconds(request, ns.settings.long_poll_max)
+    wait = _wait_seconds(request, request.app[OPTIONS_KEY].long_poll_max)
     known = parse.watched_topics(await _body(request), MAX_WATCHED_TOPICS)
     state = request.app[STATE_KEY]
     changed = await ns.watch_routes(known, wait, lambda: state["draining"])
@@ -288,7 +296,7 @@ async def fleet_changes(request: web.Request) -> web.Response:
         since = int(raw)
     except ValueError:
         raise ValidationError("since", f"{raw!r} is not a change counter") from None
-    wait = _wait_seconds(request, ns.settings.long_poll_max)
+    wait = _wait_seconds(request, request.app[OPTIONS_KEY].long_poll_max)
     return ok({"rev": await ns.fleet_changes(since, wait)})
 
 
@@ -351,7 +359,7 @@ async def readyz(request: web.Request) -> web.Response:
     who = state.get("process", {})
     if age is not None:
         # Ready while it can serve: the routes it holds are answered, marked stale.
-        left = ns.settings.stale_serve_max - age
+        left = ns.stale_serve_max - age
         return ok({"status": "ready", **who, "stale": True,
                    "staleSeconds": round(age, 1), "staleRoutes": ns.stale_routes,
                    "reason": f"{store_error}; serving this worker's last coherent view "
@@ -380,12 +388,14 @@ def metrics_app(ns: NameServer) -> web.Application:
     return app
 
 
-def create_app(ns: NameServer, *, scripts_loaded: bool = True,
+def create_app(ns: NameServer, *, options: HttpOptions = HttpOptions(),
+               scripts_loaded: bool = True,
                addresses: AddressServer | None = None) -> web.Application:
     """The application; with ``addresses``, the address server (``/rocketmq/...``) too."""
     app = web.Application(middlewares=[make_middleware(ns.metrics)],
-                          client_max_size=ns.settings.max_body_size)
+                          client_max_size=options.max_body_size)
     app[NS_KEY] = ns
+    app[OPTIONS_KEY] = options
     app[STATE_KEY] = {"draining": False, "scripts_loaded": scripts_loaded}
     if addresses is not None:
         address_server.add_routes(app, addresses)
@@ -417,7 +427,7 @@ def create_app(ns: NameServer, *, scripts_loaded: bool = True,
     r.add_get("/v1/changes", fleet_changes)
     r.add_get("/v1/kv", kv_namespaces)
     r.add_get("/v1/status", status)
-    if ns.settings.ui:
+    if options.ui:
         r.add_get("/ui", ui_index)
         r.add_static("/ui/static", UI_DIR)
         r.add_get("/favicon.ico", favicon)

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from nsfleet.domain.errors import NameServerError
-from nsfleet.service.nameserver import NameServer, standard_route_json
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.route_reads import standard_route_json
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 PREFIX = "/v1/routes/"

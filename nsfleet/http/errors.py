@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiohttp import web
 
+from nsfleet.domain.audit import client_address
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Metrics
-from nsfleet.service.audit import client_address
 
 log = structlog.get_logger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -1,1 +1,2 @@
-"""RocketMQ remoting wire codec: framing, headers, fastjson-style JSON and request bodies."""
+"""The RocketMQ remoting server: the TCP front end (frames in, one NameServer call, frames out),
+its request handlers, TLS and zone filtering. The wire format itself is ``nsfleet.wire``."""

@@ -26,8 +26,11 @@ from nsfleet.domain.model import (
     QueueData,
     TopicRouteData,
 )
-from nsfleet.remoting.bodies import RegisterBody, crc32, decode_register_body
-from nsfleet.remoting.codec import (
+from nsfleet.remoting.zone import filter_by_zone
+from nsfleet.service.nameserver import NameServer
+from nsfleet.service.route_reads import RouteAnswer
+from nsfleet.wire.bodies import RegisterBody, crc32, decode_register_body
+from nsfleet.wire.codec import (
     V4_9_4,
     V5_0_0,
     RemotingCommand,
@@ -38,8 +41,8 @@ from nsfleet.remoting.codec import (
     encode_plain_response,
     make_response,
 )
-from nsfleet.remoting.fastjson import dumps_legacy, dumps_standard, loads_lenient
-from nsfleet.remoting.headers import (
+from nsfleet.wire.fastjson import dumps_legacy, dumps_standard, loads_lenient
+from nsfleet.wire.headers import (
     BrokerIdentityHeader,
     BrokerMemberGroupHeader,
     BrokerNameHeader,
@@ -51,8 +54,6 @@ from nsfleet.remoting.headers import (
     TopicHeader,
     TopicsByClusterHeader,
 )
-from nsfleet.remoting.zone import filter_by_zone
-from nsfleet.service.nameserver import NameServer, RouteAnswer
 
 # A REGISTER_BROKER body bigger than this (about 600 topics) is decoded in a thread: the
 # decode holds the event loop for milliseconds per thousand topics.

@@ -18,10 +18,13 @@ from typing import TYPE_CHECKING, cast
 
 import structlog
 
+from nsfleet.domain.audit import client_account, client_address
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
-from nsfleet.remoting.codec import (
+from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
+from nsfleet.service.nameserver import NameServer
+from nsfleet.wire.codec import (
     ONEWAY,
     RESPONSE,
     FrameDecoder,
@@ -32,9 +35,6 @@ from nsfleet.remoting.codec import (
     encode_frame,
     make_response,
 )
-from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
-from nsfleet.service.audit import client_account, client_address
-from nsfleet.service.nameserver import NameServer
 
 if TYPE_CHECKING:
     from nsfleet.security.addresses import AddressRules

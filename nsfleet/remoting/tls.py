@@ -367,3 +367,15 @@ class TlsTransport(asyncio.Transport):
 
     def can_write_eof(self) -> bool:
         return False
+
+
+def tls_acceptor(mode: str, files: TlsFiles, metrics: Metrics) -> TlsAcceptor | None:
+    """The remoting port's TLS for ``--tls-mode`` (None when disabled); TlsConfigError when the
+    files are bad."""
+    tls_mode = TlsMode(mode)
+    if tls_mode is TlsMode.DISABLED:
+        return None
+    acceptor = TlsAcceptor(tls_mode, ReloadingContext(files, metrics), metrics)
+    log.info("TLS on the remoting port", mode=tls_mode.value, cert_file=files.cert_file,
+             client_auth=files.client_auth)
+    return acceptor

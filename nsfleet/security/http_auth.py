@@ -18,12 +18,12 @@ from typing import Any, cast
 import structlog
 from aiohttp import web
 
+from nsfleet.domain.audit import client_account, client_address
 from nsfleet.domain.errors import AccessDenied
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 from nsfleet.security.accounts import AccessConfig, Scope
 from nsfleet.security.addresses import AddressRules, host_of
 from nsfleet.security.policy import LogLimiter
-from nsfleet.service.audit import client_account, client_address
 
 log = structlog.get_logger("nsfleet.security")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -25,9 +25,9 @@ from enum import Enum
 
 import structlog
 
-from nsfleet.security import signature
 from nsfleet.security.accounts import AccessConfig
 from nsfleet.security.addresses import host_of
+from nsfleet.wire import signature
 
 log = structlog.get_logger("nsfleet.security")
 

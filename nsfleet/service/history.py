@@ -15,9 +15,9 @@ from typing import Any
 
 import structlog
 
+from nsfleet.domain.audit import audit, client_account, client_address
 from nsfleet.metrics import Metrics
-from nsfleet.service.audit import audit, client_account, client_address
-from nsfleet.store.history import Change, ChangeHistory, RecordedChange
+from nsfleet.store.history import ChangeHistory, HistoryEntry, RecordedChange
 
 log = structlog.get_logger(__name__)
 APPEND_TIMEOUT = 1.0  # seconds a history write may add to the request it records
@@ -31,13 +31,14 @@ class ChangeRecorder:
     async def record(self, action: str, **fields: Any) -> None:
         """Audit one change and append it to the history."""
         audit(action, **fields)
-        await self.append([Change(action, self._detail(fields))])
+        await self.append([HistoryEntry(action, self._detail(fields))])
 
     async def record_many(self, changes: list[tuple[str, dict[str, Any]]]) -> None:
         """Audit several changes and append them in one round trip."""
         for action, fields in changes:
             audit(action, **fields)
-        await self.append([Change(action, self._detail(fields)) for action, fields in changes])
+        await self.append([HistoryEntry(action, self._detail(fields))
+                           for action, fields in changes])
 
     @staticmethod
     def _detail(fields: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +50,7 @@ class ChangeRecorder:
             detail["account"] = account
         return detail
 
-    async def append(self, changes: list[Change]) -> None:
+    async def append(self, changes: list[HistoryEntry]) -> None:
         if not changes:
             return
         try:

@@ -9,12 +9,16 @@ parsed as Java parses its field, and the keys that closed CVE-2023-37582 are ref
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+
+import structlog
 
 from nsfleet.domain.errors import ConfigBlacklisted
 from nsfleet.domain.java import parse_boolean, parse_integer
 from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.store import RouteStore
+
+log = structlog.get_logger(__name__)
 
 # The keys of Java's NamesrvConfig and NettyServerConfig (the two objects its Configuration
 # holds) with their defaults and the Java type properties2Object parses them as. Keys marked "no
@@ -150,3 +154,18 @@ class NamesrvConfig:
     def properties_text(self) -> str:
         """GET_NAMESRV_CONFIG's body: every key as key=value lines, sorted by key."""
         return format_properties(self.all_values())
+
+
+async def apply_java_file(config: NamesrvConfig, path: str, props: dict[str, str],
+                          worker_keys: Collection[str]) -> None:
+    """A Java NameServer's -c file (``props``, read from ``path``): its NamesrvConfig keys apply
+    fleet-wide (as they configure a Java NameServer at start); ``worker_keys`` were read as the
+    worker's own settings; the rest is named."""
+    applied = await config.update({k: v for k, v in props.items()
+                                   if k in DEFAULTS and k not in ALWAYS_BLACKLISTED})
+    ignored = sorted(set(props) - set(applied) - set(worker_keys))
+    log.info("namesrv config file read", path=path, applied=applied,
+             worker_settings=sorted(set(props) & set(worker_keys)))
+    if ignored:
+        log.warning("namesrv config file keys ignored (not implemented, local to a Java "
+                    "process, or not parsable)", path=path, keys=ignored)

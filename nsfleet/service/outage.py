@@ -1,25 +1,49 @@
-"""What a worker keeps through a store outage so brokers do not pay for it (docs/reliability.md,
-"Redis away").
+"""Everything a worker does about a store outage, in one place (docs/reliability.md, "Redis
+away"). ``StoreOutage`` owns:
 
-A Java NameServer never loses a live broker to a store it does not have. While Redis is away a
-worker answers registrations and heartbeats with an error naming the store (never SUCCESS for what
-was not stored), but remembers the newest of them per broker (``BrokerBacklog``) and replays it
-when the store is back. ``OutageClock`` remembers when the store went away, so the sweep expires
-nobody whose deadline passed while it was away before brokers have had one heartbeat to return.
+- **the clock** (``OutageClock``): when the store went away and came back, so the sweep expires
+  nobody whose deadline passed while it was away before brokers have had one heartbeat to return;
+- **the stale view**: when the change feed breaks, or a Redis call finds the store away (often
+  before the feed notices), the route cache's entries become the worker's *last coherent view*,
+  served marked stale for ``stale_serve_max`` seconds at most, whatever their members' deadlines
+  (the store that would tell of a heartbeat is away: Eureka's self-preservation). Nothing read
+  meanwhile is cached. When the feed is back the view is kept only if the store proves it missed
+  no change: the same Redis process (``run_id``) and the same change counter (``P:rev``) as the
+  last change the feed delivered; otherwise it is dropped;
+- **the backlog and its replay**: registrations and heartbeats the store could not take are
+  answered with an error naming the store, remembered (``BrokerBacklog``), and replayed when it is
+  back, before reads go on (they wait ``RESUME_READ_WAIT`` at most), so the worker's routes never
+  miss a broker that kept heartbeating.
+
+The route cache, the NameServer and the sweeper ask it; none of them keeps outage state.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 
-from nsfleet.domain.model import BrokerRegistration
+import structlog
 
+from nsfleet.domain import validation
+from nsfleet.domain.errors import NameServerError, StoreUnavailable
+from nsfleet.domain.model import BrokerRegistration, DataVersion
+from nsfleet.metrics import Metrics
+from nsfleet.service.broker_backlog import BrokerBacklog, Remembered
+from nsfleet.store import RouteStore, ViewMarker
+
+log = structlog.get_logger(__name__)
 # One broker heartbeat (Java's registerNameServerPeriod, 30 s): after the store returns, brokers
 # whose deadline passed while it was away get this long to heartbeat before the sweep may expire
 # them.
 STORE_RETURN_GRACE = 30.0
-BACKLOG_MAX_BROKERS = 10_000  # more brokers than any fleet has; bounds the worker's memory
+RESUME_READ_WAIT = 1.0  # reads wait at most this long for the replay that follows an outage,
+# so a miss that then goes to Redis (the cache's STALE_MISS_TIMEOUT at most) still answers
+# within the 3 s a RocketMQ client gives a route request
+
+Register = Callable[[BrokerRegistration, str | None], Awaitable[object]]
 
 
 class OutageClock:
@@ -54,67 +78,219 @@ class OutageClock:
         return self._lost_ms
 
 
-@dataclass(slots=True)
-class Remembered:
-    """The newest thing one broker sent this worker while the store was away."""
+class StoreOutage:
+    def __init__(self, metrics: Metrics, *, stale_serve_max: float = 120.0) -> None:
+        self.metrics = metrics
+        self.stale_serve_max = stale_serve_max  # 0: drop the view when the feed breaks
+        self.clock = OutageClock()
+        self.backlog = BrokerBacklog()
+        metrics.stale_age = self.stale_age
+        self.lost_at: float | None = None  # monotonic: the store was lost (not back yet)
+        self.serving_stale = False  # the cache's entries are the last coherent view
+        self.view: ViewMarker | None = None  # the store and P:rev the cache is coherent with
+        self.resumed = asyncio.Event()  # cleared while an outage's replay runs
+        self.resumed.set()
+        # Run once the store is back, before reads go on (the replay of the backlog).
+        self.on_store_back: list[Callable[[], Awaitable[None]]] = []
+        self._background: set[asyncio.Task[None]] = set()
+        # The route cache's hooks (``attach``).
+        self._drop_view: Callable[[], None] = lambda: None
+        self._fence_fills: Callable[[], None] = lambda: None
+        self._reread_config: Callable[[], None] = lambda: None
 
-    cluster: str
-    addr: str
-    at: float  # time.monotonic() when it arrived
-    timeout_s: float  # the broker's heartbeat timeout: older than this, it proves nothing
-    registration: BrokerRegistration | None = None  # None: a heartbeat only
-    connection: str | None = None  # the remoting connection it came over
+    def attach(self, *, drop_view: Callable[[], None], fence_fills: Callable[[], None],
+               reread_config: Callable[[], None]) -> None:
+        """The cache whose entries are the view: ``drop_view`` empties it, ``fence_fills``
+        keeps every read in flight from storing what it read, ``reread_config`` has the
+        NamesrvConfig read again."""
+        self._drop_view, self._fence_fills = drop_view, fence_fills
+        self._reread_config = reread_config
 
+    @property
+    def lost(self) -> bool:
+        return self.lost_at is not None
 
-class BrokerBacklog:
-    """The newest registration or heartbeat per broker that the store could not take."""
+    # --- the stale view's entry and exit ---------------------------------------------------------
 
-    def __init__(self, max_brokers: int = BACKLOG_MAX_BROKERS) -> None:
-        self.max_brokers = max_brokers
-        self._items: dict[tuple[str, str], Remembered] = {}
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def registration(self, reg: BrokerRegistration, connection: str | None,
-                     timeout_s: float) -> None:
-        assert reg.cluster is not None and reg.addr is not None
-        self._put(Remembered(reg.cluster, reg.addr, time.monotonic(), timeout_s, reg,
-                             connection))
-
-    def heartbeat(self, cluster: str, addr: str, timeout_s: float) -> None:
-        """A heartbeat keeps an earlier registration (the table it refers to) and refreshes
-        when it proves the broker alive."""
-        known = self._items.get((cluster, addr))
-        if known is not None:
-            known.at = time.monotonic()
+    def store_lost(self, *, routes: int) -> None:
+        """The feed broke, or a Redis call found the store away. ``routes``: how many entries
+        the cache holds that could be served (0 with caching off)."""
+        if self.lost_at is not None:
             return
-        self._put(Remembered(cluster, addr, time.monotonic(), timeout_s))
+        self.lost_at = time.monotonic()
+        self.clock.began()
+        if not (routes and self.stale_serve_max > 0 and self.view is not None):
+            self.view = None
+            self._drop_view()
+            return
+        self._fence_fills()  # no read started before this may store what it read
+        self.serving_stale = True
+        log.warning("serving a stale view while the store is away", routes=routes,
+                    at_most_s=self.stale_serve_max)
 
-    def connection_closed(self, cluster: str, addr: str, connection: str) -> None:
-        """A registration that came over a closed connection no longer keeps it open."""
-        known = self._items.get((cluster, addr))
-        if known is not None and known.connection == connection:
-            known.connection = None
+    def check_bound(self) -> None:
+        if self.serving_stale and self.lost_at is not None and (
+                time.monotonic() - self.lost_at > self.stale_serve_max):
+            self.end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
 
-    def restore(self, item: Remembered) -> None:
-        """Put back what a replay could not apply (the store went away again)."""
-        self._put(item)
+    def end_stale_view(self, why: str) -> None:
+        self.serving_stale = False
+        self.view = None
+        self._drop_view()
+        log.warning("stopped serving the stale view", reason=why)
 
-    def _put(self, item: Remembered) -> None:
-        key = (item.cluster, item.addr)
-        self._items.pop(key, None)
-        self._items[key] = item
-        while len(self._items) > self.max_brokers:
-            del self._items[next(iter(self._items))]
+    def may_serve_stale(self) -> bool:
+        """Whether an entry of the view may answer now (within the bound)."""
+        if not self.serving_stale or self.lost_at is None:
+            return False
+        if time.monotonic() - self.lost_at > self.stale_serve_max:
+            self.end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
+            return False
+        return True
 
-    def take(self) -> list[Remembered]:
-        """Everything remembered that still proves its broker alive (sent within its heartbeat
-        timeout), oldest first; the backlog is emptied."""
-        now = time.monotonic()
-        items = [i for i in self._items.values() if now - i.at < i.timeout_s]
-        self._items.clear()
-        return items
+    def stale_age(self) -> float | None:
+        """Seconds since the view stopped being coherent, while it is served stale; else
+        None."""
+        if not self.serving_stale or self.lost_at is None:
+            return None
+        age = time.monotonic() - self.lost_at
+        return age if age <= self.stale_serve_max else None
+
+    def store_answered(self, *, feed_live: bool) -> bool:
+        """A Redis call just succeeded while the store was lost: it is back. The stale view is
+        served no more; reads wait (briefly) for the feed and the replay. True when the feed
+        should be subscribed again at once."""
+        if self.lost_at is None or not self.resumed.is_set():
+            return False
+        if feed_live:
+            # The feed never broke (a subscription raises on any gap): no change was missed,
+            # and the view is current again as it is.
+            self.lost_at = None
+            self.serving_stale = False
+            self.clock.ended()
+            log.warning("store back", view_kept=True, feed_intact=True)
+            return False
+        if self.serving_stale:
+            self.end_stale_view("the store answered again")
+        self._hold_reads()
+        return True
+
+    def changed(self, rev: int) -> None:
+        """The feed delivered a change that moved ``P:rev`` to ``rev``."""
+        if rev and self.view is not None and rev > self.view.rev:
+            self.view = ViewMarker(self.view.server, rev)
+
+    def resume(self, marker: ViewMarker) -> None:
+        """The feed is live again (``marker`` read right after subscribing). The view stays only
+        when the store proves it missed no change: the same Redis process and the same change
+        counter as the last change the feed delivered (a restart, a promoted replica or another
+        worker's write moves one of them)."""
+        kept = self.lost_at is not None and self.serving_stale and marker == self.view
+        if self.serving_stale and not kept:
+            self.end_stale_view("the store changed while it was away" if self.view
+                                else "the view was lost")
+        elif not kept:
+            self._drop_view()
+        else:  # a config change announces itself but moves no counter: read it again
+            self.serving_stale = False
+            self._reread_config()
+        self.view = marker
+        if self.lost_at is None:
+            self.resumed.set()
+            return
+        away = time.monotonic() - self.lost_at
+        self.lost_at = None
+        self.clock.ended()
+        log.warning("store back", away_s=round(away, 1), view_kept=kept)
+        if not self.on_store_back:
+            self.resumed.set()
+            return
+        self._hold_reads()
+        task = asyncio.create_task(self._after_store_back(), name="store-back")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def reads_may_go_on(self) -> None:
+        """Wait (RESUME_READ_WAIT at most) while the replay after an outage runs."""
+        if not self.resumed.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RESUME_READ_WAIT):
+                    await self.resumed.wait()
+
+    def _hold_reads(self) -> None:
+        self.resumed.clear()
+        # Never longer than RESUME_READ_WAIT, whatever happens to the feed and the replay.
+        asyncio.get_running_loop().call_later(RESUME_READ_WAIT, self.resumed.set)
+
+    async def _after_store_back(self) -> None:
+        try:
+            for hook in self.on_store_back:
+                try:
+                    await hook()
+                except Exception as exc:  # the next outage's end tries again
+                    log.warning("after the store came back", error=str(exc))
+        finally:
+            self.resumed.set()
+
+    # --- the backlog and its replay --------------------------------------------------------------
+
+    def replay_into(self, store: RouteStore, register: Register) -> None:
+        """Replay the backlog into ``store`` whenever the store is back, registrations through
+        ``register`` (the NameServer's, with its history and audit)."""
+
+        async def replay() -> None:
+            await self.replay(store, register)
+
+        self.on_store_back.append(replay)
+
+    async def replay(self, store: RouteStore, register: Register) -> None:
+        """Apply what brokers sent this worker while the store was away. A registration is
+        written only when the store holds an older DataVersion for the broker (or none): a
+        newer one that reached the store another way is never overwritten; either way the
+        broker's deadline is refreshed, since it was alive within its timeout. A heartbeat
+        refreshes the deadline (and revives a broker past it that the sweep has not removed,
+        as Java keeps it)."""
+        items = self.backlog.take()
+        for item in items:
+            try:
+                await self._replay(item, store, register)
+            except StoreUnavailable:  # away again: keep the rest for its return
+                self.metrics.replayed.labels("failed").inc()
+                for rest in items[items.index(item):]:
+                    self.backlog.restore(rest)
+                raise
+            except NameServerError as exc:
+                self.metrics.replayed.labels("failed").inc()
+                log.warning("replay after the outage failed", cluster=item.cluster,
+                            broker_addr=item.addr, error=exc.remark)
+        if items:
+            log.info("replayed what brokers sent during the store outage", brokers=len(items))
+
+    async def _replay(self, item: Remembered, store: RouteStore, register: Register) -> None:
+        reg = item.registration
+        if reg is None:
+            alive = await store.heartbeat(item.cluster, item.addr)
+            self.metrics.replayed.labels("applied" if alive else "superseded").inc()
+            return
+        changed, stored = await store.query_data_version(item.cluster, item.addr,
+                                                         reg.data_version)
+        if stored is not None and (not changed or _newer_or_same(stored, reg.data_version)):
+            self.metrics.replayed.labels("superseded" if changed else "applied").inc()
+            return
+        await register(reg, item.connection)
+        self.metrics.replayed.labels("applied").inc()
+
+
+def could_be_live(cluster: str | None, addr: str | None) -> bool:
+    """Registration validates both, so any other value names no live broker (Java's lookup
+    would simply find nothing): nothing to remember for it."""
+    return (validation.is_valid(validation.name, cluster)
+            and validation.is_valid(validation.addr, addr))
+
+
+def _newer_or_same(stored: DataVersion, sent: DataVersion) -> bool:
+    """Java's DataVersion.nextVersion moves the timestamp and the counter together."""
+    return (stored.timestamp, stored.counter) >= (sent.timestamp, sent.counter)
 
 
 def _now_ms() -> int:

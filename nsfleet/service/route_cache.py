@@ -12,44 +12,35 @@ An entry also expires when the first member it lists reaches its deadline, since
 publishes nothing. Without a live subscription nothing new is cached, so a lost pub/sub
 connection can never make a stale route look current. Long-polls wait on the same feed.
 
-Store outages (docs/reliability.md, "Redis away"): when the feed breaks, the entries are kept as
-the worker's *last coherent view*, served marked stale (``stale_age``) for ``stale_serve_max``
-seconds at most, whatever their members' deadlines (the store that would tell of a heartbeat is
-away: Eureka's self-preservation). Nothing read meanwhile is stored. When the feed is back, the
-view is kept only if the store proves it missed no change: the same Redis process (``run_id``)
-and the same change counter (``P:rev``) as the last change the feed delivered; otherwise every
-entry is dropped. Reads wait (briefly) while the worker replays what brokers sent it during the
-outage (``on_store_back``), so its own routes never miss a broker that kept heartbeating.
+Store outages: when the feed breaks, or a read finds the store away, the entries become the
+worker's last coherent view, served stale within a bound; ``StoreOutage`` (service/outage.py)
+decides when the view is entered, kept and left, and this cache asks it. Long-polls wait in
+``Watchers`` (service/watchers.py), woken as changes are applied.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import msgspec
 import structlog
 
-from nsfleet.domain.errors import NameServerError, StoreUnavailable
+from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.metrics import Metrics
-from nsfleet.service.outage import OutageClock
-from nsfleet.store import RouteRead, RouteStore, ViewMarker
+from nsfleet.service.change_follower import ChangeFollower
+from nsfleet.service.outage import StoreOutage
+from nsfleet.service.watchers import Watchers
+from nsfleet.store import RouteRead, RouteStore
 from nsfleet.store.change_feed import Change
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-SYNC_TIMEOUT = 0.5
 STALE_MISS_TIMEOUT = 1.0  # a miss while the view is stale tries Redis this long, then fails fast
-RESUME_READ_WAIT = 1.0  # reads wait at most this long for the replay that follows an outage,
-# so a miss that then goes to Redis (STALE_MISS_TIMEOUT at most) still answers within the 3 s
-# a RocketMQ client gives a route request
-RESUBSCRIBE_DELAY = 0.5  # seconds between subscription attempts while the store is away
 
 
 class Entry(msgspec.Struct, gc=False):
@@ -80,7 +71,7 @@ def _retrieve(fut: asyncio.Future[Entry]) -> None:
 class RouteCache:
     def __init__(self, store: RouteStore, metrics: Metrics, *, enabled: bool = True,
                  max_entries: int = 100_000, max_age: float = 60.0,
-                 stale_serve_max: float = 120.0) -> None:
+                 outage: StoreOutage | None = None) -> None:
         self.store = store
         self.metrics = metrics
         self._hits = metrics.tally(metrics.route_cache, "hit")
@@ -89,34 +80,20 @@ class RouteCache:
         self.enabled = enabled
         self.max_entries = max_entries
         self.max_age = max_age
-        self.stale_serve_max = stale_serve_max  # 0: drop the view when the feed breaks
-        self.outage = OutageClock()
-        metrics.stale_age = self.stale_age
-        self._view: ViewMarker | None = None  # the store and P:rev the entries are coherent with
-        self._resumed: asyncio.Event = asyncio.Event()  # cleared while an outage's replay runs
-        self._resumed.set()
-        # Run once the store is back, before reads go on (NameServer's replay of what brokers
-        # sent during the outage).
-        self.on_store_back: list[Callable[[], Awaitable[None]]] = []
+        self.outage = outage or StoreOutage(metrics)
+        self.outage.attach(drop_view=self._invalidate_all, fence_fills=self._fence_fills,
+                           reread_config=self._reread_config)
+        self.watchers = Watchers()
+        self.feed = ChangeFollower(store, self.outage, apply=self._apply,
+                                   out_of_sync=self._invalidate_all, on_lost=self._feed_lost,
+                                   enabled=enabled)
         self._entries: OrderedDict[tuple[str, bool], Entry] = OrderedDict()
-        self._subscribed = False
-        self._task: asyncio.Task[None] | None = None
-        self._closing = False
-        self._id = uuid.uuid4().hex
-        self._sync_seq = 0
-        self._syncs: dict[str, asyncio.Future[None]] = {}
-        self._watchers: dict[str, set[asyncio.Future[None]]] = {}
         self._seq = 0  # invalidations applied so far
         self._cleared_at = 0  # _seq of the last whole-cache invalidation
         self._fills = 0  # Redis reads in flight
         self._changed_at: dict[str, int] = {}  # topic -> _seq of its last invalidation,
         # kept only while fills are in flight (they are the only ones who ask)
         self._filling: dict[tuple[str, bool], _Fill] = {}
-        self._any_change: set[asyncio.Future[None]] = set()  # woken by every change message
-        self._lost_at: float | None = None  # monotonic: the feed was lost (not back yet)
-        self._stale_view = False  # the entries are the last coherent view, served stale
-        self._background: set[asyncio.Task[None]] = set()
-        self._retry_now = asyncio.Event()  # the store answered: subscribe again without waiting
         # The last answer of each non-route read (cluster info, topic lists) with the number of
         # change messages applied when it was read; dropped at the next change message.
         self._last_answers: dict[str, object] = {}
@@ -126,156 +103,42 @@ class RouteCache:
         self.on_expired: list[Callable[[str, str], None]] = []
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="route-cache-listener")
+        await self.feed.start()
 
     async def close(self) -> None:
-        self._closing = True
-        if self._task:
-            self._task.cancel()
-            # redis-py may swallow a cancellation inside a read; the closing flag ends the loop.
-            await asyncio.wait({self._task}, timeout=3.0)
-
-    async def _listen(self) -> None:
-        while not self._closing:
-            try:
-                async with self.store.changes.subscribe() as subscription:
-                    # Subscribed first: every change after this is delivered, so the marker
-                    # read next accounts for everything before it.
-                    self._resume(await self.store.view_marker())
-                    self._subscribed = True
-                    while not self._closing:
-                        change = await subscription.next(wait=1.0)
-                        if change is not None:
-                            self._apply(change)
-            except asyncio.CancelledError:
-                return
-            except Exception as exc:  # the subscription broke, or Redis is away
-                if self._lost_at is None:
-                    log.warning("change feed lost", error=str(exc))
-            finally:
-                self._subscribed = False
-                self._feed_lost()
-            if not self._closing:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(RESUBSCRIBE_DELAY):
-                        await self._retry_now.wait()
-                self._retry_now.clear()
-                self._check_stale_bound()
+        await self.feed.close()
 
     def _feed_lost(self) -> None:
-        """Messages may be missed from now on. Keep the entries as the last coherent view
-        (served stale, bounded), or drop them when stale serving is off."""
+        """Messages may be missed from now on."""
         self._store_lost()
 
     def _store_lost(self) -> None:
         """The feed broke, or a Redis call found the store away (often before the feed
-        notices): what the cache holds is the last coherent view."""
-        if self._closing or self._lost_at is not None:
-            return
-        self._lost_at = time.monotonic()
-        self.outage.began()
-        if not (self.enabled and self.stale_serve_max > 0 and self._view is not None
-                and self._entries):
-            self._view = None
-            self._invalidate_all()
-            return
-        # No read started before this may store what it read: it cannot be proven current.
+        notices): messages may be missed from now on."""
+        if not self.feed.closing:
+            self.outage.store_lost(routes=len(self._entries) if self.enabled else 0)
+
+    def _fence_fills(self) -> None:
+        """No read started before this may store what it read: it cannot be proven current."""
         self._seq += 1
         self._cleared_at = self._seq
-        self._stale_view = True
-        log.warning("serving a stale view while the store is away", routes=len(self._entries),
-                    at_most_s=self.stale_serve_max)
 
-    def _check_stale_bound(self) -> None:
-        if self._stale_view and self._lost_at is not None and (
-                time.monotonic() - self._lost_at > self.stale_serve_max):
-            self._end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
-
-    def _end_stale_view(self, why: str) -> None:
-        self._stale_view = False
-        self._view = None
-        self._invalidate_all()
-        log.warning("stopped serving the stale view", reason=why)
+    def _reread_config(self) -> None:
+        for event in self.on_config_change:
+            event.set()
 
     def store_answered(self) -> None:
-        """A Redis call just succeeded while the feed is lost: the store is back. The stale
-        view is served no more; reads wait (briefly) for the feed and the replay, and the
-        listener tries again at once."""
-        if self._lost_at is None or not self._resumed.is_set():
-            return
-        if self._subscribed:
-            # The feed never broke (a subscription raises on any gap): no change was missed,
-            # and the view is current again as it is.
-            self._lost_at = None
-            self._stale_view = False
-            self.outage.ended()
-            log.warning("store back", view_kept=True, feed_intact=True)
-            return
-        if self._stale_view:
-            self._end_stale_view("the store answered again")
-        self._hold_reads()
-        self._retry_now.set()
-
-    def _hold_reads(self) -> None:
-        self._resumed.clear()
-        # Never longer than RESUME_READ_WAIT, whatever happens to the feed and the replay.
-        asyncio.get_running_loop().call_later(RESUME_READ_WAIT, self._resumed.set)
-
-    def _resume(self, marker: ViewMarker) -> None:
-        """The feed is live again. The view stays only when the store proves it missed no
-        change: the same Redis process and the same change counter as the last change the feed
-        delivered (a restart, a promoted replica or another worker's write moves one of them)."""
-        kept = self._lost_at is not None and self._stale_view and marker == self._view
-        if self._stale_view and not kept:
-            self._end_stale_view("the store changed while it was away" if self._view
-                                 else "the view was lost")
-        elif not kept:
-            self._invalidate_all()
-        else:  # a config change announces itself but moves no counter: read it again
-            self._stale_view = False
-            for event in self.on_config_change:
-                event.set()
-        self._view = marker
-        if self._lost_at is None:
-            self._resumed.set()
-            return
-        away = time.monotonic() - self._lost_at
-        self._lost_at = None
-        self.outage.ended()
-        log.warning("store back", away_s=round(away, 1), view_kept=kept)
-        if not self.on_store_back:
-            self._resumed.set()
-            return
-        self._hold_reads()
-        task = asyncio.create_task(self._after_store_back(), name="store-back")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _after_store_back(self) -> None:
-        try:
-            for hook in self.on_store_back:
-                try:
-                    await hook()
-                except Exception as exc:  # the next outage's end tries again
-                    log.warning("after the store came back", error=str(exc))
-        finally:
-            self._resumed.set()
+        """A Redis call just succeeded (the store may be back after an outage)."""
+        if self.outage.store_answered(feed_live=self.feed.subscribed):
+            self.feed.retry_now()
 
     def _apply(self, change: Change) -> None:
-        if change.rev and self._view is not None and change.rev > self._view.rev:
-            self._view = ViewMarker(self._view.server, change.rev)
-        if change.sync_token is None:
-            self._wake(self._any_change)
-            self._announced += 1
-            self._last_answers.clear()
-        if change.sync_token is not None:
-            fut = self._syncs.get(change.sync_token)
-            if fut is not None and not fut.done():
-                fut.set_result(None)
-            return
+        """A change message (never a sync marker: ChangeFollower answers those)."""
+        self.watchers.any_change()
+        self._announced += 1
+        self._last_answers.clear()
         if change.config:
-            for event in self.on_config_change:
-                event.set()
+            self._reread_config()
             return
         if change.expired:
             for cluster, addr in change.expired:
@@ -296,9 +159,7 @@ class RouteCache:
             self._changed_at[topic] = self._seq
         self._entries.pop((topic, False), None)
         self._entries.pop((topic, True), None)
-        for fut in self._watchers.get(topic, ()):
-            if not fut.done():
-                fut.set_result(None)
+        self.watchers.topic_changed(topic)
 
     def _invalidate_all(self) -> None:
         """Anything may have changed (the feed broke or lagged): drop every route, and have the
@@ -308,56 +169,8 @@ class RouteCache:
         self._entries.clear()
         self._announced += 1
         self._last_answers.clear()
-        for event in self.on_config_change:
-            event.set()
-        self.wake_watchers()
-
-    @staticmethod
-    def _wake(futures: Iterable[asyncio.Future[None]]) -> None:
-        for fut in futures:
-            if not fut.done():
-                fut.set_result(None)
-
-    async def wait_for_any_change(self, seconds: float) -> None:
-        """Return after the next change message of any kind, or after ``seconds``."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._any_change.add(fut)
-        try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await fut
-        finally:
-            self._any_change.discard(fut)
-
-    def wake_watchers(self) -> None:
-        """Every watcher looks again (the config changed what routes answer)."""
-        for futs in self._watchers.values():
-            for fut in futs:
-                if not fut.done():
-                    fut.set_result(None)
-
-    async def sync(self) -> None:
-        """Return once this worker has applied every change published before the call.
-
-        Called after each write this worker makes, so its next read sees that write (read your
-        writes): Redis delivers one subscriber's messages in order, so once our own marker comes
-        back, every earlier change message has been applied. If it does not come back in time,
-        the cache is dropped instead.
-        """
-        if not (self.enabled and self._subscribed):
-            return  # nothing is cached, nothing can be stale
-        self._sync_seq += 1
-        token = f"{self._id}:{self._sync_seq}"
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._syncs[token] = fut
-        try:
-            await self.store.changes.publish_sync(token)
-            async with asyncio.timeout(SYNC_TIMEOUT):
-                await fut
-        except (TimeoutError, NameServerError):
-            self._invalidate_all()
-        finally:
-            self._syncs.pop(token, None)
+        self._reread_config()
+        self.watchers.wake_all()
 
     def peek(self, topic: str | None, *, order_conf: bool = False) -> Entry | None:
         """The topic's cached entry if it is still valid (no Redis call), else None (always for
@@ -366,7 +179,7 @@ class RouteCache:
         entry = self._entries.get((topic, order_conf))
         if entry is None:
             return None
-        if self._stale_view:
+        if self.outage.serving_stale:
             return self._peek_stale(entry)
         if entry.expires > time.monotonic():
             self._hits.inc()
@@ -378,31 +191,20 @@ class RouteCache:
         (self-preservation: the store that would have recorded their heartbeats is away), so
         an entry past its deadline is served too: every change was announced and dropped its
         entries, and only a deadline, which the view suspends, could have aged it."""
-        lost_at = self._lost_at
-        if lost_at is None:
-            return None
-        if time.monotonic() - lost_at > self.stale_serve_max:
-            self._end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
+        if not self.outage.may_serve_stale():
             return None
         self._stale_hits.inc()
         return entry
 
     def _stale_entry(self, key: tuple[str, bool]) -> Entry | None:
         entry = self._entries.get(key)
-        return self._peek_stale(entry) if entry is not None and self._stale_view else None
-
-    def stale_age(self) -> float | None:
-        """Seconds since the view stopped being coherent, while it is served stale; else
-        None."""
-        if not self._stale_view or self._lost_at is None:
-            return None
-        age = time.monotonic() - self._lost_at
-        return age if age <= self.stale_serve_max else None
+        return (self._peek_stale(entry) if entry is not None and self.outage.serving_stale
+                else None)
 
     @property
     def stale_routes(self) -> int:
         """Routes the stale view can answer (0 when the view is coherent)."""
-        return len(self._entries) if self.stale_age() is not None else 0
+        return len(self._entries) if self.outage.stale_age() is not None else 0
 
     def _unchanged_since(self, topic: str, seq: int) -> bool:
         """No invalidation of ``topic`` (nor of the whole cache) was applied after ``seq``."""
@@ -414,10 +216,7 @@ class RouteCache:
         entry = self.peek(topic, order_conf=order_conf)
         if entry is not None:
             return entry
-        if not self._resumed.is_set():  # the store is back: let the replay land first
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(RESUME_READ_WAIT):
-                    await self._resumed.wait()
+        await self.outage.reads_may_go_on()  # after an outage: let the replay land first
         key = (topic, order_conf)
         fill = self._filling.get(key)
         if fill is not None and self._unchanged_since(topic, fill.started):
@@ -426,7 +225,7 @@ class RouteCache:
         fill = _Fill(self._seq, asyncio.get_running_loop().create_future())
         fill.future.add_done_callback(_retrieve)
         self._filling[key] = fill
-        cacheable = self._subscribed and self.enabled and self._lost_at is None
+        cacheable = self.feed.subscribed and self.enabled and not self.outage.lost
         now = time.monotonic()
         self._fills += 1
         try:
@@ -450,7 +249,7 @@ class RouteCache:
                                                                        read.ttl_ms / 1000)
         entry = Entry(read, now + ttl)
         fill.future.set_result(entry)
-        if (cacheable and self._subscribed and self._lost_at is None
+        if (cacheable and self.feed.subscribed and not self.outage.lost
                 and self._unchanged_since(topic, fill.started)):
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -461,7 +260,7 @@ class RouteCache:
         return entry
 
     async def _read(self, topic: str, order_conf: bool) -> RouteRead | None:
-        if self._lost_at is None:
+        if not self.outage.lost:
             try:
                 return await self.store.pickup_route(topic, order_conf=order_conf)
             except StoreUnavailable:
@@ -482,9 +281,10 @@ class RouteCache:
         """A non-route read (cluster info, a topic list): ``read()`` from Redis, remembered
         while no change is announced; while the store is away, the remembered answer of the
         last coherent view (counted as a stale answer of ``kind``)."""
-        announced, coherent = self._announced, self._subscribed and not self._stale_view
+        announced = self._announced
+        coherent = self.feed.subscribed and not self.outage.serving_stale
         try:
-            if self._lost_at is None:
+            if not self.outage.lost:
                 value = await read()
             else:
                 async with asyncio.timeout(STALE_MISS_TIMEOUT):
@@ -493,31 +293,12 @@ class RouteCache:
         except (StoreUnavailable, TimeoutError) as exc:
             self._store_lost()
             last = self._last_answers.get(key)
-            if last is None or self.stale_age() is None:
+            if last is None or self.outage.stale_age() is None:
                 if isinstance(exc, TimeoutError):
                     raise StoreUnavailable(f"no answer within {STALE_MISS_TIMEOUT:g} s") from None
                 raise
             self.metrics.stale_answers.labels(kind).inc()
             return cast(T, last)
-        if coherent and self._subscribed and announced == self._announced:
+        if coherent and self.feed.subscribed and announced == self._announced:
             self._last_answers[key] = value
         return value
-
-    @contextlib.contextmanager
-    def watch(self, topics: Iterable[str]) -> Iterator[asyncio.Future[None]]:
-        """A future done when any of ``topics`` may have changed (or the whole cache was
-        dropped) while the block runs. Enter it before reading the routes it guards, so a change
-        between the read and the wait is not missed."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        names = set(topics)
-        for topic in names:
-            self._watchers.setdefault(topic, set()).add(fut)
-        try:
-            yield fut
-        finally:
-            for topic in names:
-                futs = self._watchers.get(topic)
-                if futs is not None:
-                    futs.discard(fut)
-                    if not futs:
-                        del self._watchers[topic]

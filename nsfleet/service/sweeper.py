@@ -9,7 +9,12 @@ of any group a worker left half-drained when it died (RouteStore.drain_cleanups)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from typing import Any
+
 import structlog
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_SUBMITTED
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from nsfleet.metrics import Metrics
@@ -18,6 +23,7 @@ from nsfleet.service.outage import OutageClock
 from nsfleet.store import RouteStore, SweepResult
 
 log = structlog.get_logger(__name__)
+SWEEP_STOP_SECONDS = 5.0  # how long a sweep in flight at shutdown may take to finish
 
 
 class Sweeper:
@@ -38,6 +44,11 @@ class Sweeper:
         self.history = ChangeRecorder(store.history, metrics)
         # Clusters reported so far: one whose last broker expired stays, at 0, for the alert.
         self.clusters_seen: set[str] = set()
+        self.running = 0  # sweeps in flight, from the scheduler's events
+        self.idle = asyncio.Event()  # set while none is
+        self.idle.set()
+        self.scheduler.add_listener(self._seen, EVENT_JOB_SUBMITTED | EVENT_JOB_EXECUTED |
+                                    EVENT_JOB_ERROR)
 
     def start(self) -> None:
         self.scheduler.add_job(self.sweep_once, "interval", seconds=self.interval,
@@ -47,6 +58,27 @@ class Sweeper:
     def stop(self) -> None:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+
+    async def stop_gracefully(self, grace: float = SWEEP_STOP_SECONDS) -> None:
+        """Stop without cancelling a sweep in flight: APScheduler's shutdown cancels a running
+        job and logs the cancellation as the job's error, a CancelledError traceback through
+        the Redis client (seen on SIGTERM under load). No new sweep starts; one running gets
+        ``grace`` seconds (a sweep is a few bounded script calls), and if it is still running
+        then, its cancellation is not logged (nsfleet.logs)."""
+        if not self.scheduler.running:
+            return
+        self.scheduler.pause()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await self.idle.wait()
+        self.stop()
+
+    def _seen(self, event: Any) -> None:
+        self.running += 1 if event.code == EVENT_JOB_SUBMITTED else -1
+        if self.running > 0:
+            self.idle.clear()
+        else:
+            self.idle.set()
 
     async def sweep_once(self) -> int:
         """Remove every broker past its deadline (up to the batch bound); returns how many."""

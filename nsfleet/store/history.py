@@ -24,7 +24,7 @@ HISTORY_LENGTH = 10_000  # entries kept (about: MAXLEN ~)
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class HistoryEntry:
     """One change to record: what happened and its audit fields."""
 
     action: str
@@ -46,7 +46,7 @@ class RecordedChange:
                 "worker": self.worker, "detail": self.detail}
 
 
-def _fields(change: Change, worker: str) -> dict[str, str]:
+def _fields(change: HistoryEntry, worker: str) -> dict[str, str]:
     return {"action": change.action, "worker": worker,
             "detail": json.dumps(change.detail, separators=(",", ":"), sort_keys=True,
                                  default=str)}
@@ -73,7 +73,7 @@ class ChangeHistory:
         self.length = length
         self.worker = "-"
 
-    async def append(self, changes: Sequence[Change]) -> None:
+    async def append(self, changes: Sequence[HistoryEntry]) -> None:
         """Append entries, in order (one round trip for any number)."""
         if len(changes) == 1:
             await self.redis.xadd(self.key, _fields(changes[0], self.worker), maxlen=self.length,

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from nsfleet.admin.diff import run_diff
-from nsfleet.admin.name_service import HttpNameService, NameService
 from nsfleet.cli import main
 from nsfleet.client.http import FleetHttp
+from nsfleet.client.http_name_service import HttpNameService
+from nsfleet.client.name_service import NameService
 from nsfleet.redis_server import RedisServer, free_port
 from tests.support.fleet import Fleet
 

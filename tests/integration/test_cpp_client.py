@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.remoting.codec import FrameDecoder, encode_frame, make_response
+from nsfleet.wire.codec import FrameDecoder, encode_frame, make_response
 from tests.support.cpp_client import missing
 from tests.support.fleet import Fleet
 

@@ -21,7 +21,7 @@ from nsfleet.redis_conn import POOL_SIZE, UnsuitableRedis, check_server, connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
 from nsfleet.store.change_feed import Change, Subscription
-from nsfleet.store.history import Change as HistoryChange
+from nsfleet.store.history import HistoryEntry
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from tests.support.invariants import orphans
 from tests.support.redis_cluster import start_cluster
@@ -138,8 +138,8 @@ async def test_the_console_reads_run_on_a_cluster(cluster: RedisCluster) -> None
     await store.register_broker(MASTER)
     await store.kv_put(ORDER_TOPIC_CONFIG, "T2", "broker-a:8")
     store.history.worker = "w1"
-    await store.history.append([HistoryChange("kv put", {"key": "T2"})])
-    await store.history.append([HistoryChange("broker expired", {"n": n}) for n in range(3)])
+    await store.history.append([HistoryEntry("kv put", {"key": "T2"})])
+    await store.history.append([HistoryEntry("broker expired", {"n": n}) for n in range(3)])
     assert [(c.action, c.worker) for c in await store.history.recent(2)] == [
         ("broker expired", "w1"), ("broker expired", "w1")]
     index = await store.topic_overview.index()

@@ -36,11 +36,11 @@ from nsfleet.domain.errors import BodyDecodeError
 from nsfleet.domain.java_properties import parse_properties
 from nsfleet.proxy_protocol import ProxyState, parse_proxy_header
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.remoting.bodies import crc32, decode_register_body
-from nsfleet.remoting.codec import FrameDecoder, ProtocolError, RemotingCommand
-from nsfleet.remoting.fastjson import loads_lenient
-from nsfleet.remoting.headers import RegisterBrokerHeader
 from nsfleet.service.namesrv_config import ALWAYS_BLACKLISTED, DEFAULTS
+from nsfleet.wire.bodies import crc32, decode_register_body
+from nsfleet.wire.codec import FrameDecoder, ProtocolError, RemotingCommand
+from nsfleet.wire.fastjson import loads_lenient
+from nsfleet.wire.headers import RegisterBrokerHeader
 from nsfleet.worker import serve
 from tests.support.remoting_client import (
     JSON,

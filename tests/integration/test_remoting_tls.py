@@ -320,6 +320,31 @@ def test_admin_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> 
         assert missing.returncode == 1 and "TLS files" in missing.stderr
 
 
+def test_copy_config_writes_a_remoting_target_over_tls(redis_server: RedisServer, tmp_path: Path,
+                                                     pki: Pki) -> None:
+    """``copy-config --apply`` writes to a remoting target with the same TLS options it reads
+    with (one option parser for every command)."""
+    files = server_files(pki, ca_file=str(pki.ca.cert_file), client_auth="require")
+    with worker(redis_server, tmp_path, mode="enforcing", **files) as source, \
+            worker(redis_server, tmp_path, mode="enforcing", **files) as target:
+        put = urllib.request.Request(f"{source.url}/v1/kv/ORDER_TOPIC_CONFIG/OrderTopic",
+                                     data=b'{"value": "broker-a:4"}', method="PUT",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(put, timeout=10):
+            pass
+        done = subprocess.run(
+            [sys.executable, "-m", "nsfleet", "admin", "copy-config", "--apply",
+             "--from", f"127.0.0.1:{source.remoting_port}",
+             "--to", f"127.0.0.1:{target.remoting_port}",
+             "--tls-ca-file", str(pki.ca.cert_file), "--tls-cert-file", str(pki.client.cert_file),
+             "--tls-key-file", str(pki.client.key_file)],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        with urllib.request.urlopen(f"{target.url}/v1/kv/ORDER_TOPIC_CONFIG/OrderTopic",
+                                    timeout=10) as resp:
+            assert json.loads(resp.read())["value"] == "broker-a:4"
+
+
 def test_simulated_brokers_over_tls(redis_server: RedisServer, tmp_path: Path, pki: Pki) -> None:
     """``nsfleet simulate -n`` takes admin's TLS options: its brokers register, heartbeat and
     unregister over TLS with a client certificate; in plaintext they are closed."""

@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet.redis_server import RedisServer
-from nsfleet.service.nameserver import standard_route_json
+from nsfleet.service.route_reads import standard_route_json
 from nsfleet.store import RouteStore
 from tests.support.workers import WorkerProcess
 

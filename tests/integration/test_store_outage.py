@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.config import Settings
 from nsfleet.domain.errors import StoreUnavailable
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
@@ -27,6 +26,7 @@ from nsfleet.redis_conn import connect
 from nsfleet.redis_server import RedisServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.namesrv_config import NamesrvConfig
+from nsfleet.service.outage import StoreOutage
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
@@ -52,14 +52,15 @@ class Worker:
         self.client = connect(url)
         self.store = RouteStore(self.client, NS)
         self.metrics = Metrics()
-        self.cache = RouteCache(self.store, self.metrics, stale_serve_max=stale_serve_max)
-        self.ns = NameServer(Settings(), self.store, self.cache, NamesrvConfig(self.store),
+        self.cache = RouteCache(self.store, self.metrics,
+                                outage=StoreOutage(self.metrics, stale_serve_max=stale_serve_max))
+        self.ns = NameServer(self.store, self.cache, NamesrvConfig(self.store),
                              self.metrics)
 
     async def start(self) -> Worker:
         await self.store.load_scripts()
         await self.cache.start()
-        await until(lambda: self.cache._subscribed, "the change feed")
+        await until(lambda: self.cache.feed.subscribed, "the change feed")
         return self
 
     async def close(self) -> None:
@@ -140,7 +141,7 @@ async def test_a_read_that_finds_redis_away_serves_the_view_past_its_deadlines(
         await w.ns.route("T1")
         await asyncio.sleep(0.4)  # the entry expired with its member's deadline
         assert w.ns.cached_route("T1") is None
-        monkeypatch.setattr(w.cache, "_feed_lost", lambda: None)
+        monkeypatch.setattr(w.cache.feed, "on_lost", lambda: None)
         kill(redis_aof)
         assert members(await w.ns.route("T1")) == {"b1"}
         assert w.ns.stale_age() is not None
@@ -171,7 +172,7 @@ async def test_stale_serve_max_zero_fails_reads_as_before(redis_aof: RedisServer
         await w.ns.register_broker(reg(1))
         await w.ns.route("T1")
         kill(redis_aof)
-        await until(lambda: not w.cache._subscribed, "the lost feed")
+        await until(lambda: not w.cache.feed.subscribed, "the lost feed")
         assert w.ns.stale_age() is None and w.ns.cached_route("T1") is None
         with pytest.raises(StoreUnavailable):
             await w.ns.route("T1")
@@ -194,7 +195,8 @@ async def test_a_restart_drops_the_view_and_replays_what_brokers_sent(
         with pytest.raises(StoreUnavailable):  # a broker first seen during the outage
             await w.ns.register_broker(reg(2))
         redis_aof.start()
-        await until(lambda: w.cache._subscribed and w.cache._resumed.is_set(), "the return")
+        await until(lambda: w.cache.feed.subscribed and w.cache.outage.resumed.is_set(),
+                    "the return")
         assert w.ns.stale_age() is None
         t1 = await w.ns.route("T1")
         assert t1.route.queue_datas[0].read_queue_nums == 8
@@ -216,12 +218,13 @@ async def test_a_replay_never_overwrites_a_newer_registration(redis_aof: RedisSe
     try:
         await a.ns.register_broker(reg(1, counter=1))
         proxy.cut()
-        await until(lambda: not a.cache._subscribed, "A's lost feed")
+        await until(lambda: not a.cache.feed.subscribed, "A's lost feed")
         with pytest.raises(StoreUnavailable):
             await a.ns.register_broker(reg(1, queues=8, counter=2))
         await b.ns.register_broker(reg(1, queues=16, counter=3))
         proxy.restore()
-        await until(lambda: a.cache._subscribed and a.cache._resumed.is_set(), "A's return")
+        await until(lambda: a.cache.feed.subscribed and a.cache.outage.resumed.is_set(),
+                    "A's return")
         for w in (a, b):
             assert (await w.ns.route("T1")).route.queue_datas[0].read_queue_nums == 16
         assert a.metrics.registry.get_sample_value("nsfleet_outage_replays_total",
@@ -266,7 +269,7 @@ async def test_a_feed_blip_with_no_change_keeps_the_view(redis_aof: RedisServer)
         await w.ns.route("T1")
         await admin.client_kill_filter(_type="pubsub")
         await until(lambda: w.ns.stale_age() is not None, "the stale view")
-        await until(lambda: w.cache._subscribed and w.ns.stale_age() is None, "the return")
+        await until(lambda: w.cache.feed.subscribed and w.ns.stale_age() is None, "the return")
         assert w.ns.cached_route("T1") is not None
         await w.ns.register_broker(reg(1, queues=8, counter=2))
         assert (await w.ns.route("T1")).route.queue_datas[0].read_queue_nums == 8
@@ -290,7 +293,7 @@ async def test_a_change_mid_outage_drops_the_view(redis_aof: RedisServer) -> Non
         await until(lambda: a.ns.stale_age() is not None, "A's stale view")
         await b.ns.unregister_broker("c", "10.0.0.2:10911", "b2")
         proxy.restore()
-        await until(lambda: a.cache._subscribed and a.ns.stale_age() is None, "A's return")
+        await until(lambda: a.cache.feed.subscribed and a.ns.stale_age() is None, "A's return")
         assert a.ns.cached_route("T1") is None and a.ns.cached_route("T2") is None
         with pytest.raises(Exception, match="T2"):
             await a.ns.route("T2")
@@ -310,11 +313,12 @@ async def test_the_sweep_spares_brokers_whose_deadline_passed_while_redis_was_aw
         await asyncio.sleep(0.3)
         await w.ns.register_broker(reg(2, timeout_ms=1000))  # due during the outage
         kill(redis_aof)
-        await until(lambda: not w.cache._subscribed, "the lost feed")
+        await until(lambda: not w.cache.feed.subscribed, "the lost feed")
         await asyncio.sleep(1.2)
         redis_aof.start()
-        await until(lambda: w.cache._subscribed, "the return")
-        sweeper = Sweeper(w.store, w.metrics, interval=1, guard_share=0, outage=w.cache.outage)
+        await until(lambda: w.cache.feed.subscribed, "the return")
+        sweeper = Sweeper(w.store, w.metrics, interval=1, guard_share=0,
+                          outage=w.cache.outage.clock)
         removed = await sweeper.sweep_once()
         assert removed == 1  # b1 only
         assert await w.ns.heartbeat("c", "10.0.0.2:10911")  # revived from its record

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from nsfleet.client.broker_agent import BrokerIdentity
+from nsfleet.client.broker_loop import BrokerIdentity
 from nsfleet.client.remoting import NamesrvClient
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.remoting.codec import RequestCode
+from nsfleet.wire.codec import RequestCode
 from tests.support.workers import WorkerProcess, request
 
 pytestmark = pytest.mark.redis

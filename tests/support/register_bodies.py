@@ -10,9 +10,9 @@ from typing import Any, Final
 
 from nsfleet.domain.java import parse_int
 from nsfleet.domain.model import DataVersion, TopicConfig
-from nsfleet.remoting.bodies import RegisterBody
-from nsfleet.remoting.codec import CURRENT_VERSION, V3_0_11, V5_0_0
-from nsfleet.remoting.fastjson import dumps_legacy
+from nsfleet.wire.bodies import RegisterBody
+from nsfleet.wire.codec import CURRENT_VERSION, V3_0_11, V5_0_0
+from nsfleet.wire.fastjson import dumps_legacy
 
 _INT: Final = struct.Struct(">i")
 

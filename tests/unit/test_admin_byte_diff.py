@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nsfleet.admin.byte_diff import compare_answers, requests
-from nsfleet.remoting.codec import RemotingCommand
+from nsfleet.wire.codec import RemotingCommand
 
 
 def answer(body: bytes | None = None, *, code: int = 0, version: int = 409,

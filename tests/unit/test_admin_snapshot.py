@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 import pytest
 
 from nsfleet.admin.diff import run_diff
-from nsfleet.admin.name_service import RemotingNameService
 from nsfleet.client.pipeline import PipelinedNamesrv
-from nsfleet.remoting.codec import FrameDecoder, RequestCode, encode_frame, make_response
+from nsfleet.client.remoting_name_service import RemotingNameService
+from nsfleet.wire.codec import FrameDecoder, RequestCode, encode_frame, make_response
 
 CLUSTER_INFO = (
     b'{"brokerAddrTable":{'

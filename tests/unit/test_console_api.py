@@ -18,7 +18,7 @@ from nsfleet.metrics import Metrics
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
-from nsfleet.store.history import Change, ChangeHistory
+from nsfleet.store.history import ChangeHistory, HistoryEntry
 from nsfleet.store.keys import Keys
 from tests.unit.test_http_api import MASTER, SLAVE, _json, _register
 from tests.unit.test_http_api import client as client  # the fixtures
@@ -109,7 +109,7 @@ async def test_changes_record_what_changed_with_time_and_worker(client: TestClie
 async def test_a_failed_history_write_never_fails_the_request(client: TestClient,
                                                               ns: NameServer,
                                                               monkeypatch: Any) -> None:
-    async def unavailable(changes: list[Change]) -> None:
+    async def unavailable(changes: list[HistoryEntry]) -> None:
         raise StoreUnavailable("history down")
 
     monkeypatch.setattr(ns._store.history, "append", unavailable)
@@ -142,8 +142,8 @@ async def test_favicon(client: TestClient) -> None:
 async def test_history_is_capped_and_pages(any_redis: aioredis.Redis) -> None:
     history = ChangeHistory(any_redis, Keys("h").history, length=10)
     history.worker = "w1"
-    await history.append([Change(f"a{i}", {"i": i}) for i in range(300)])
-    await history.append([Change("last", {})])
+    await history.append([HistoryEntry(f"a{i}", {"i": i}) for i in range(300)])
+    await history.append([HistoryEntry("last", {})])
     assert 11 <= await any_redis.xlen(Keys("h").history) < 301  # MAXLEN ~: trimmed by node
     newest = await history.recent(3)
     assert [c.action for c in newest] == ["last", "a299", "a298"]

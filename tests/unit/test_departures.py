@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.config import Settings
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
 from nsfleet.service.nameserver import NameServer
@@ -35,7 +34,7 @@ async def ns(any_redis: aioredis.Redis) -> AsyncIterator[NameServer]:
     await cache.start()
     config = NamesrvConfig(store)
     await config.refresh()
-    yield NameServer(Settings(), store, cache, config, metrics)
+    yield NameServer(store, cache, config, metrics)
     await cache.close()
 
 

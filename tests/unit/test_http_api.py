@@ -13,9 +13,8 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from nsfleet.config import Settings
 from nsfleet.domain.model import QueueData
-from nsfleet.http.app import STATE_KEY, create_app
+from nsfleet.http.app import STATE_KEY, HttpOptions, create_app
 from nsfleet.http.openapi import openapi_document
 from nsfleet.metrics import Metrics
 from nsfleet.service.address_server import AddressServer
@@ -30,6 +29,9 @@ MASTER = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "br
           "topicConfigTable": {"T1": {"readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
                                "T2": {"readQueueNums": 8, "writeQueueNums": 8, "perm": 6}}}
 SLAVE = {**MASTER, "brokerAddr": "10.0.0.2:10911", "brokerId": 1, "haServerAddr": "10.0.0.2:1"}
+
+# A small body limit and a short long-poll cap, so their tests stay quick.
+OPTIONS = HttpOptions(max_body_size=64 * 1024, long_poll_max=5)
 
 
 @pytest.fixture
@@ -47,14 +49,13 @@ async def ns(http_store: RouteStore) -> AsyncIterator[NameServer]:
     await cache.start()
     config = NamesrvConfig(store)
     await config.refresh()
-    yield NameServer(Settings(max_body_size=64 * 1024, long_poll_max=5), store, cache, config,
-                     metrics)
+    yield NameServer(store, cache, config, metrics)
     await cache.close()
 
 
 @pytest.fixture
 async def client(ns: NameServer, aiohttp_client: Any) -> TestClient:
-    return await aiohttp_client(create_app(ns))
+    return await aiohttp_client(create_app(ns, options=OPTIONS))
 
 
 async def _json(resp: Any, status: int) -> Any:
@@ -293,7 +294,8 @@ async def test_health_metrics_openapi(client: TestClient) -> None:
 
 
 async def test_openapi_covers_every_route(ns: NameServer, http_store: RouteStore) -> None:
-    app: web.Application = create_app(ns, addresses=AddressServer(http_store, ns.history))
+    app: web.Application = create_app(ns, options=OPTIONS,
+                                      addresses=AddressServer(http_store, ns.history))
     routes = {(r.method.lower(), r.resource.canonical) for r in app.router.routes()
               if r.method != "HEAD" and r.resource is not None}
     documented = {(m, p) for p, ops in openapi_document()["paths"].items() for m in ops}

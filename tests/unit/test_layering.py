@@ -2,7 +2,9 @@
 past its layer.
 
   front ends (nsfleet/http, nsfleet/remoting)  ->  service (nsfleet/service)  ->  store
-  (nsfleet/store)  ->  Redis; every layer may use the domain (nsfleet/domain), which uses nothing.
+  (nsfleet/store)  ->  Redis; every layer may use the domain (nsfleet/domain), which uses nothing,
+  and the wire format (nsfleet/wire), which uses only the domain. The clients (nsfleet/client,
+  nsfleet/admin, the simulator) reach a fleet over the wire only: they never import the server.
 """
 
 from __future__ import annotations
@@ -14,17 +16,28 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "nsfleet"
 REDIS = ("redis", "fakeredis", "nsfleet.redis_conn", "nsfleet.redis_server", "nsfleet.embedded")
+# What a client of a fleet must never import: the server's packages and process wiring.
+SERVER = ("nsfleet.http", "nsfleet.remoting", "nsfleet.service", "nsfleet.store",
+          "nsfleet.security", "nsfleet.worker", "nsfleet.supervisor", "nsfleet.process_group",
+          "nsfleet.config", *REDIS)
 # Layer -> module prefixes it must not import.
 FORBIDDEN = {
     "http": ("nsfleet.store", *REDIS),
     "remoting": ("nsfleet.store", *REDIS),
     "service": ("nsfleet.store.keys", "nsfleet.store.scripts", "nsfleet.http", "nsfleet.remoting",
-                *REDIS),
+                "nsfleet.config", "nsfleet.security", *REDIS),
     "domain": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting",
+               "nsfleet.wire", "nsfleet.security", "nsfleet.client", "nsfleet.admin",
                "nsfleet.config", "nsfleet.metrics", "aiohttp", *REDIS),
-    "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting"),
+    # The wire format serves server and clients alike, so it knows neither.
+    "wire": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting",
+             "nsfleet.security", "nsfleet.client", "nsfleet.admin", "nsfleet.config",
+             "nsfleet.metrics", "aiohttp", *REDIS),
+    "client": SERVER,
+    "admin": SERVER,
+    "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting", "nsfleet.security"),
     # Access control serves both front ends (the PROXY parser is top-level for that reason).
-    "security": ("nsfleet.store", "nsfleet.http", "nsfleet.remoting", *REDIS),
+    "security": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting", *REDIS),
 }
 
 
@@ -87,3 +100,12 @@ def test_the_contract_catches_a_violation(tmp_path: Path) -> None:
         "nsfleet/http/probe.py imports nsfleet.store.keys",
         "nsfleet/http/probe.py imports redis.asyncio",
     ]
+
+
+@pytest.mark.parametrize("module", ["simulate.py", "simulate_plan.py"])
+def test_the_simulator_is_a_client(module: str) -> None:
+    """The simulator reaches a fleet as brokers do, over the wire: no server package."""
+    path = PACKAGE / module
+    bad = [m for m in sorted(imports(path, PACKAGE))
+           if any(m == p or m.startswith(p + ".") for p in SERVER)]
+    assert bad == []

@@ -18,7 +18,7 @@ from nsfleet.proxy_protocol import (
     format_hostport,
     parse_proxy_header,
 )
-from nsfleet.remoting.codec import RemotingCommand, encode_frame
+from nsfleet.wire.codec import RemotingCommand, encode_frame
 
 
 def v2(command: int, family: int, transport: int, payload: bytes) -> bytes:

@@ -12,10 +12,10 @@ from nsfleet.domain import model
 from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.http import parse
-from nsfleet.remoting.bodies import RegisterBody, decode_register_body
-from nsfleet.remoting.codec import V5_0_0
 from nsfleet.remoting.handlers import Connection
 from nsfleet.store import RouteStore
+from nsfleet.wire.bodies import RegisterBody, decode_register_body
+from nsfleet.wire.codec import V5_0_0
 from tests.support.invariants import orphans
 from tests.support.register_bodies import encode_register_body
 

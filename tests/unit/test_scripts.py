@@ -1,6 +1,6 @@
 """nsfleet/scripts.py resolves ``--- @include`` lines recursively (each include once, dependencies
 first, clear errors on cycles and missing files), and every script answers with a table led by a
-status that RouteStore's one decoding helper (``store._reply``) accepts."""
+status that RouteStore's one decoding helper (``replies.decode``) accepts."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore, scripts
-from nsfleet.store.route_store import SCRIPT_STATUSES, ScriptReplyError, _reply
+from nsfleet.store.replies import SCRIPT_STATUSES, ScriptReplyError, decode
 
 # --- the include resolver, on a fake lua dir ---------------------------------------------------
 
@@ -148,9 +148,9 @@ def test_every_status_is_documented_in_the_script_header(name: str) -> None:
 
 
 def test_reply_splits_status_and_values() -> None:
-    assert _reply("route", ["none"]) == ("none", [])
-    assert _reply("sweep", ["held", 5, 6]) == ("held", [5, 6])
-    assert _reply("kv_put", ["ok", "1"]) == ("ok", ["1"])
+    assert decode("route", ["none"]) == ("none", [])
+    assert decode("sweep", ["held", 5, 6]) == ("held", [5, 6])
+    assert decode("kv_put", ["ok", "1"]) == ("ok", ["1"])
 
 
 @pytest.mark.parametrize(("name", "raw", "message"), [
@@ -163,7 +163,7 @@ def test_reply_splits_status_and_values() -> None:
 ])
 def test_reply_rejects_anything_else(name: str, raw: Any, message: str) -> None:
     with pytest.raises(ScriptReplyError, match=message):
-        _reply(name, raw)
+        decode(name, raw)
 
 
 async def test_every_script_answers_every_status_it_declares(store: RouteStore) -> None:

@@ -11,7 +11,6 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet import cli, config
-from nsfleet.config import Settings
 from nsfleet.domain.errors import ConfigBlacklisted, ValidationError
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.metrics import Metrics
@@ -122,7 +121,7 @@ async def test_sweeper_survives_redis_errors() -> None:
 
 async def _settled(cache: RouteCache) -> None:
     for _ in range(100):
-        if cache._subscribed:
+        if cache.feed.subscribed:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("change feed never subscribed")
@@ -135,7 +134,7 @@ async def test_route_cache_serves_hits_and_invalidates_on_change(store: RouteSto
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
-        await cache.sync()  # what the NameServer does after a write
+        await cache.feed.sync()  # what the NameServer does after a write
         first = await cache.get("T1")
         assert first.read is not None
         assert (await cache.get("T1")) is first
@@ -215,7 +214,7 @@ async def test_a_worker_reads_its_own_writes_at_once(store: RouteStore) -> None:
     metrics = Metrics()
     cache = RouteCache(store, metrics)
     config = NamesrvConfig(store)
-    ns = NameServer(Settings(), store, cache, config, metrics)
+    ns = NameServer(store, cache, config, metrics)
     await cache.start()
     try:
         await _settled(cache)
@@ -238,12 +237,12 @@ async def test_sync_without_its_marker_drops_the_cache(store: RouteStore,
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
-        await cache.sync()
+        await cache.feed.sync()
         await cache.get("T1")
         assert cache._entries
-        monkeypatch.setattr("nsfleet.service.route_cache.SYNC_TIMEOUT", 0.05)
-        monkeypatch.setattr(cache, "_apply", lambda data: None)  # the feed stalls
-        await cache.sync()
+        monkeypatch.setattr("nsfleet.service.change_follower.SYNC_TIMEOUT", 0.05)
+        monkeypatch.setattr(cache.feed, "_deliver", lambda change: None)  # the feed stalls
+        await cache.feed.sync()
         assert not cache._entries
     finally:
         await cache.close()
@@ -280,11 +279,11 @@ async def test_a_change_during_a_fill_is_never_cached_over(store: RouteStore,
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
-        await cache.sync()
+        await cache.feed.sync()
         fill = asyncio.create_task(cache.get("T1"))
         await gated.reading.wait()  # the old route has been read, not yet stored
         await store.wipe_write_perm("b1")
-        await cache.sync()  # the invalidation is applied while the fill is in flight
+        await cache.feed.sync()  # the invalidation is applied while the fill is in flight
         if change == "all":
             cache._apply(Change(0, all_routes=True))
         gated.release.set()
@@ -311,7 +310,7 @@ async def test_no_route_is_not_cached_over_a_first_registration(store: RouteStor
         fill = asyncio.create_task(cache.get("T1"))
         await gated.reading.wait()
         await store.register_broker(_reg(1))
-        await cache.sync()
+        await cache.feed.sync()
         gated.release.set()
         assert (await fill).read is None
         assert cache.peek("T1") is None
@@ -337,14 +336,14 @@ async def test_concurrent_misses_share_a_read_unless_the_topic_changed(
     try:
         await _settled(cache)
         await store.register_broker(_reg(1))
-        await cache.sync()
+        await cache.feed.sync()
         first = asyncio.create_task(cache.get("T1"))
         await gated.reading.wait()
         joined = asyncio.create_task(cache.get("T1"))
         await asyncio.sleep(0.01)
         assert reads == 1  # the second miss waits for the first read
         await store.wipe_write_perm("b1")
-        await cache.sync()
+        await cache.feed.sync()
         after_change = asyncio.create_task(cache.get("T1"))
         await asyncio.sleep(0.01)
         assert reads == 2  # asked after the change: a read of its own

@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 import structlog
 
-from nsfleet import logs, worker
+from nsfleet import logs
 from nsfleet.metrics import Metrics
 from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
@@ -35,9 +35,8 @@ async def blocked_sweeper(fake_redis: aioredis.Redis, monkeypatch: pytest.Monkey
     monkeypatch.setattr(store, "sweep", slow_sweep)
     sweeper = Sweeper(store, Metrics(), interval=0.01, guard_share=0.0)
     sweeper.start()
-    runs = worker._SweepRuns(sweeper)
     await asyncio.wait_for(started.wait(), 5)
-    yield sweeper, runs, release, finished
+    yield sweeper, release, finished
     if sweeper.scheduler.running:
         sweeper.stop()
 
@@ -48,9 +47,9 @@ def _errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 async def test_a_sweep_in_flight_finishes_before_the_stop(
         blocked_sweeper: Any, caplog: pytest.LogCaptureFixture) -> None:
-    sweeper, runs, release, finished = blocked_sweeper
-    assert runs.running == 1
-    stopping = asyncio.create_task(worker._stop_sweeper(sweeper, runs))
+    sweeper, release, finished = blocked_sweeper
+    assert sweeper.running == 1
+    stopping = asyncio.create_task(sweeper.stop_gracefully())
     await asyncio.sleep(0.1)
     assert not stopping.done()  # waiting for the sweep, not cancelling it
     release.set()
@@ -62,16 +61,15 @@ async def test_a_sweep_in_flight_finishes_before_the_stop(
 async def test_a_sweep_past_its_grace_is_cancelled_without_a_traceback(
         blocked_sweeper: Any, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    sweeper, runs, _release, finished = blocked_sweeper
+    sweeper, _release, finished = blocked_sweeper
     saved, root = structlog.get_config(), logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
     logs.configure("console", "info")
     structlog.configure(cache_logger_on_first_use=False)  # nothing cached past this test
     try:
-        monkeypatch.setattr(worker, "SWEEP_STOP_SECONDS", 0.05)
-        await worker._stop_sweeper(sweeper, runs)
+        await sweeper.stop_gracefully(grace=0.05)
         await asyncio.sleep(0.05)  # the cancelled job reports to APScheduler
-        assert finished == [] and runs.running == 0
+        assert finished == [] and sweeper.running == 0
         err = capsys.readouterr().err
         assert "Traceback" not in err and "CancelledError" not in err
         assert "raised an exception" not in err

@@ -15,8 +15,11 @@ import pytest
 from nsfleet.domain.errors import NotReady, TopicRouteNotFound
 from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.metrics import Metrics
-from nsfleet.remoting import codec
-from nsfleet.remoting.codec import (
+from nsfleet.remoting.handlers import _route_response, get_route_cached
+from nsfleet.remoting.server import RemotingProtocol
+from nsfleet.service.route_reads import RouteAnswer
+from nsfleet.wire import codec
+from nsfleet.wire.codec import (
     FrameDecoder,
     HeaderDecodeError,
     RemotingCommand,
@@ -27,10 +30,7 @@ from nsfleet.remoting.codec import (
     encode_plain_response,
     make_response,
 )
-from nsfleet.remoting.handlers import _route_response, get_route_cached
-from nsfleet.remoting.headers import GetRouteInfoHeader
-from nsfleet.remoting.server import RemotingProtocol
-from nsfleet.service.nameserver import RouteAnswer
+from nsfleet.wire.headers import GetRouteInfoHeader
 
 HEADERS = [
     b'{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"JAVA","opaque":7,'

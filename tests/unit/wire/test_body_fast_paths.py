@@ -11,12 +11,12 @@ import zlib
 import pytest
 
 from nsfleet.domain.errors import BodyDecodeError
-from nsfleet.remoting import bodies
-from nsfleet.remoting.bodies import decode_register_body, decode_topic_config_line
-from nsfleet.remoting.codec import V3_0_11, V5_0_0
-from nsfleet.remoting.fastjson import loads_lenient
 from nsfleet.remoting.handlers import OFF_LOOP_BODY_BYTES, Connection
-from tests.unit.remoting.test_bodies import SAMPLE_4X, SAMPLE_5X
+from nsfleet.wire import bodies
+from nsfleet.wire.bodies import decode_register_body, decode_topic_config_line
+from nsfleet.wire.codec import V3_0_11, V5_0_0
+from nsfleet.wire.fastjson import loads_lenient
+from tests.unit.wire.test_bodies import SAMPLE_4X, SAMPLE_5X
 
 TC = '"topicConfigTable":{"T":{"perm":6,"readQueueNums":4,"topicName":"T","writeQueueNums":4}}'
 JSON_BODIES = [

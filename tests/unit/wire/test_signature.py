@@ -1,4 +1,4 @@
-"""ACL 1.0 signatures (nsfleet.security.signature) against RocketMQ's test vector and a
+"""ACL 1.0 signatures (nsfleet.wire.signature) against RocketMQ's test vector and a
 re-implementation of the Java client's signing; the accounts file, address rules, the
 request-code classes and the reload of the files."""
 
@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from nsfleet.security import signature
 from nsfleet.security.accounts import AccountsFileError, Scope, parse
 from nsfleet.security.addresses import AddressRules, BadAddressRule
 from nsfleet.security.policy import (
@@ -23,6 +22,7 @@ from nsfleet.security.policy import (
     decide,
 )
 from nsfleet.security.reloader import AccessFiles
+from nsfleet.wire import signature
 from tests.support.acl_signer import (
     cal_signature,
     combine_request_content,

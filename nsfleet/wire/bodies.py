@@ -26,8 +26,8 @@ from nsfleet.domain.errors import BodyDecodeError, ValidationError
 from nsfleet.domain.java import parse_int, to_object
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.domain.topic_tables import DataVersionJson, fastjson_table, remembered
-from nsfleet.remoting.codec import V3_0_11, V5_0_0
-from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.wire.codec import V3_0_11, V5_0_0
+from nsfleet.wire.fastjson import loads_lenient
 
 # A 16 MiB frame could inflate to gigabytes; a real registration of 100k topics is ~10 MB.
 DEFAULT_MAX_INFLATED: Final = 64 * 1024 * 1024

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Final
 import msgspec
 
 from nsfleet.domain.errors import ResponseCode
-from nsfleet.remoting.fastjson import dumps_legacy, loads_lenient, quote_legacy
+from nsfleet.wire.fastjson import dumps_legacy, loads_lenient, quote_legacy
 
 __all__ = [
     "CURRENT_VERSION",

@@ -1,4 +1,4 @@
-"""Wire conformance of nsfleet.remoting.codec against byte-level GET_ROUTEINFO_BY_TOPIC frames
+"""Wire conformance of nsfleet.wire.codec against byte-level GET_ROUTEINFO_BY_TOPIC frames
 (a Java RemotingCommand request and the ClientRequestProcessor.getRouteInfoByTopic response)
 and the Java remoting tests (RemotingCommandTest, RocketMQSerializableTest)."""
 
@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from nsfleet.remoting.codec import (
+from nsfleet.wire.codec import (
     CURRENT_VERSION,
     ONEWAY,
     RESPONSE,

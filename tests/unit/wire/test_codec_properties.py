@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from nsfleet.domain.errors import BodyDecodeError
 from nsfleet.domain.java_properties import parse_properties
-from nsfleet.remoting.bodies import decode_register_body
-from nsfleet.remoting.codec import (
+from nsfleet.wire.bodies import decode_register_body
+from nsfleet.wire.codec import (
     FrameDecoder,
     LanguageCode,
     ProtocolError,
@@ -21,7 +21,7 @@ from nsfleet.remoting.codec import (
     SerializeType,
     encode_frame,
 )
-from nsfleet.remoting.fastjson import loads_lenient
+from nsfleet.wire.fastjson import loads_lenient
 
 # Lone surrogates cannot be UTF-8 encoded (Java writes them as "?"), so keep them out of the
 # round-trip alphabet.

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nsfleet.remoting.fastjson import (
+from nsfleet.wire.fastjson import (
     dumps_legacy,
     dumps_standard,
     loads_lenient,

@@ -10,7 +10,7 @@ import pytest
 from nsfleet.domain.errors import BodyDecodeError
 from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.domain.model import DataVersion, TopicConfig
-from nsfleet.remoting.bodies import (
+from nsfleet.wire.bodies import (
     RegisterBody,
     crc32,
     decode_register_body,

@@ -1,0 +1,190 @@
+"""REGISTER_BROKER in Redis (RouteInfoManager.registerBroker), the chunked protocol in one place
+(docs/architecture.md, "The unchanged re-registration" and "Bounded script time"): a table is
+validated and encoded once per distinct table, offered as its digest first when big (an
+unchanged re-registration then costs O(1)), else sent whole in one call or, past ``chunk_rows``
+rows, as register_broker.lua's "head", register_topics.lua per chunk and register_commit.lua."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from nsfleet.domain import validation
+from nsfleet.domain.errors import RegistrationRejected
+from nsfleet.domain.memo import BoundedMemo
+from nsfleet.domain.model import (
+    DEFAULT_HEARTBEAT_TIMEOUT_MS,
+    BrokerRegistration,
+    CheckedTopics,
+    RegisterResult,
+    topic_queue_mapping_info,
+)
+from nsfleet.store.departures import Departures
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from nsfleet.store.redis_errors import translating_redis_errors
+from nsfleet.store.replies import ScriptReplyError, Status
+from nsfleet.store.script_calls import flag, json_arg, pairs
+
+Row = tuple[str, int, int, int, int]  # a queue row for the scripts: topic, rq, wq, perm, flag
+PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
+# A table of more topics is validated and encoded in a thread: that is milliseconds per thousand
+# topics, which would otherwise hold every read the worker serves meanwhile.
+OFF_LOOP_TOPICS = 500
+
+
+@translating_redis_errors
+class Registering(Departures):
+    # Registrations of at least this many topics are first offered as a digest.
+    probe_min_topics: int = PROBE_MIN_TOPICS
+    # Validated and encoded tables by the identity of the (immutable) table sent.
+    _tables: BoundedMemo[tuple[Any, ...]]
+
+    def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
+                       ) -> tuple[list[Row], list[list[Any]], list[bytes], list[bytes], str]:
+        """Validate ``reg`` and encode its topic table as the scripts take it: the rows, the
+        static-topic mappings, both in chunks, and the digest taken over those chunks."""
+        source = reg.topic_configs
+        # The same table object again (a broker re-sending the bytes a front end remembers):
+        # its checks and encoding are a pure function of it. Static topics depend on more.
+        key = (id(source), delete_absent_topics)
+        known = None if reg.topic_queue_mappings else self._tables.get(key)
+        if known is not None and known[0] is source:
+            reg.validated(known[1])
+            return known[2], [], known[3], [], known[4]
+        reg.validated()
+        # Java files a mapping under its own bname; only storable topic names are kept.
+        mappings = []
+        for topic, raw in sorted(reg.topic_queue_mappings.items()):
+            if validation.routable(topic):
+                info = topic_queue_mapping_info(raw, reg.name or "")
+                mappings.append([topic, info["bname"],
+                                 json.dumps(info, separators=(",", ":"), sort_keys=True)])
+        # Tuples of atoms, which the garbage collector stops tracking: the memo below holds a
+        # row per topic of every table a worker sees.
+        rows = [(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
+                 tc.topic_sys_flag) for tc in reg.topic_configs]
+        n = self.chunk_rows
+        topic_chunks = [json_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
+        mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
+        hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
+        for text in (*topic_chunks, b"|", *mapping_chunks):
+            hasher.update(text)
+        digest = hasher.hexdigest()
+        if not mappings and isinstance(source, tuple):
+            checked = CheckedTopics(reg.topics_sent, reg.topic_configs, reg.dropped_topics)
+            self._tables.put(key, (source, checked, rows, topic_chunks, digest), len(rows))
+        return rows, mappings, topic_chunks, mapping_chunks, digest
+
+    async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
+                              return_order_conf: bool = True,
+                              connection: str | None = None) -> RegisterResult:
+        """Register (RouteInfoManager.registerBroker). ``connection`` names the remoting
+        connection it came over ("<worker>:<n>"), which then keeps the broker registered until
+        it closes (``connection_closed``)."""
+        if len(reg.topic_configs) > OFF_LOOP_TOPICS:
+            table = await asyncio.to_thread(self._encoded_table, reg, delete_absent_topics)
+        else:
+            table = self._encoded_table(reg, delete_absent_topics)
+        rows, mappings, topic_chunks, mapping_chunks, digest = table
+        dv = reg.data_version
+        timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
+        acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
+        filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
+
+        def args(mode: str) -> list[Any]:
+            full = mode == "full"
+            return [reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
+                    reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp,
+                    dv.state_version, -1 if filters is None else len(filters),
+                    len(rows) if full else 0, flag(delete_absent_topics),
+                    flag(return_order_conf), reg.topics_sent, connection or "",
+                    len(mappings), digest, mode, self.chunk_rows,
+                    *(filters or ()), topic_chunks[0] if full and topic_chunks else "[]",
+                    mapping_chunks[0] if full and mapping_chunks else "[]"]
+
+        keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
+        # A big table is first offered as its digest: an unchanged re-registration (a broker's
+        # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
+        # in one call when it is small, else in chunks (``_register_in_chunks``).
+        chunked = len(rows) + len(mappings) > self.chunk_rows
+        mode = "probe" if chunked or len(rows) >= self.probe_min_topics else "full"
+        for _ in range(5):  # "drain" answers are followed by a drain, then a retry
+            if mode == "full" and chunked:
+                mode = "head"
+            status, rest = await self._call("register_broker", args(mode), keys)
+            if status is Status.DRAIN:
+                await self.drain_cleanups(only=reg.name)
+                continue
+            if status is Status.FULL or status is Status.CHUNK:
+                mode = "head" if status is Status.CHUNK else "full"
+                continue
+            break
+        changed = False
+        if status is Status.HEAD:
+            changed, rest = await self._register_in_chunks(
+                reg, rest, rows, topic_chunks, mapping_chunks, digest, delete_absent_topics,
+                return_order_conf)
+        if status is Status.REJECTED:
+            raise RegistrationRejected
+        if status is Status.FENCED:
+            await self.drain_cleanups(only=reg.name)
+            return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
+        if status not in (Status.OK, Status.HEAD):
+            raise ScriptReplyError(f"register_broker: still {status!r} after draining")
+        master, ha, generation, changed_flag, kv_flag, *kv = rest
+        return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
+                              kv_table=pairs(kv) if kv_flag == "1" else None,
+                              generation=int(generation), dropped_topics=reg.dropped_topics,
+                              changed=changed or changed_flag == "1")
+
+    async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
+                                  rows: list[Row], topic_chunks: list[bytes],
+                                  mapping_chunks: list[bytes], digest: str, delete_absent: bool,
+                                  return_order_conf: bool) -> tuple[bool, list[Any]]:
+        """After register_broker.lua's "head" call: the queue data in chunks of at most
+        ``chunk_rows`` rows (register_topics.lua), the rows deleteTopicWithBroker-
+        Registration drops likewise, then register_commit.lua. A worker dying half-way leaves the
+        registration record "pending", so the broker's next registration does it all again.
+        Returns (changed, the commit's answer after its status)."""
+        generation, force, clear_write, writer, head_changed, fresh, epoch = head
+        changed = head_changed == "1"
+        base = [reg.cluster, reg.addr, reg.name, generation, force, clear_write]
+        stale = False
+        # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
+        # meanwhile: then the commit records no epoch and the next registration does it all.
+        expected_epoch = int(epoch)
+        # ... and as it would be had the chunks only added rows (which leaves the broker's other
+        # recorded tables valid, lua/includes/tables.lua).
+        added_epoch = int(epoch)
+        if writer == "1":
+            n = self.chunk_rows
+            calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
+            calls += [[*base, "[]", text, "[]", fresh] for text in mapping_chunks]
+            # A "stale" chunk: a newer registration of the broker, or its removal, took over.
+            for status, rest in await self._call_many("register_topics", calls,
+                                                      stop_on=Status.STALE):
+                stale = stale or status is Status.STALE
+                if status is Status.OK:
+                    changed = changed or rest[0] == "1"
+                    expected_epoch += int(rest[1])
+                    added_epoch += int(rest[2])
+            if delete_absent and not stale:
+                incoming = {r[0] for r in rows}
+                absent = [t async for t in self.redis.sscan_iter(
+                    self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
+                absent = sorted(set(absent))  # SSCAN may return a member twice
+                calls = [[*base, "[]", "[]", json_arg(absent[i:i + n]), "0"]
+                         for i in range(0, len(absent), n)]
+                for status, rest in await self._call_many("register_topics", calls,
+                                                          stop_on=Status.STALE):
+                    if status is Status.OK:
+                        changed = changed or rest[0] == "1"
+                        expected_epoch += int(rest[1])
+        _, rest = await self._call(
+            "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
+                                flag(return_order_conf), expected_epoch,
+                                flag(force == "1" and writer == "1"), added_epoch],
+            [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        return changed, rest

@@ -1,0 +1,181 @@
+"""Reading the tables: a topic's route (route.lua, one round trip), cluster info, the topic lists,
+the live brokers, and the view marker a worker's cache proves its coherence with after an
+outage."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
+
+from nsfleet.domain import validation
+from nsfleet.domain.model import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    LiveBroker,
+    QueueData,
+    TopicRouteData,
+    topic_queue_mapping_info,
+)
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from nsfleet.store.redis_errors import translating_redis_errors
+from nsfleet.store.replies import Status
+from nsfleet.store.script_calls import ScriptCaller, flag, member_addrs, pairs
+
+
+class RouteRead(msgspec.Struct, gc=False):
+    """A route as read from Redis, with what a cache needs to know about it (untracked by the
+    garbage collector, as the route is: see nsfleet.domain.model)."""
+
+    route: TopicRouteData
+    rev: int  # the topic's change counter (ETag)
+    ttl_ms: int  # until the first listed member's deadline; the route may change then
+
+
+@dataclass(frozen=True, slots=True)
+class ViewMarker:
+    """What a worker's cached view is coherent with: the Redis process that held the tables
+    (its ``run_id``: a restart or a promoted replica changes it) and the change counter
+    ``P:rev`` of the last change the worker applied."""
+
+    server: str
+    rev: int
+
+
+def _run_id(info: Any) -> str:
+    """INFO server's run_id; "" when the server refused INFO."""
+    return "" if isinstance(info, Exception) else str(info.get("run_id", ""))
+
+
+@translating_redis_errors
+class TableReads(ScriptCaller):
+    async def live_count_by_cluster(self) -> dict[str, int]:
+        """How many brokers of each cluster are before their deadline (Redis clock)."""
+        seconds, micros = await self.redis.time()
+        members = await self.redis.zrangebyscore(self.keys.deadlines,
+                                                 f"({seconds * 1000 + micros // 1000}", "+inf")
+        return dict(Counter(m.split("\t", 1)[0] for m in members))
+
+    async def live_brokers(self) -> list[LiveBroker]:
+        """Every broker in the deadline set whose row is still live (admin broker-list)."""
+        members = await self.redis.zrange(self.keys.deadlines, 0, -1)
+        fields = ("cluster", "brokerAddr", "brokerName", "brokerId", "haServerAddr",
+                  "lastUpdateTimestamp", "heartbeatTimeoutMillis", "dataVersionCounter",
+                  "dataVersionTimestamp", "stateVersion", "zoneName")
+        out: list[LiveBroker] = []
+        for i in range(0, len(members), 500):
+            pipe = self.redis.pipeline(transaction=False)
+            for m in members[i:i + 500]:
+                cluster, addr = m.split("\t", 1)
+                pipe.hmget(self.keys.broker(cluster, addr), fields)
+            for row in await pipe.execute():
+                if row[0] is None:
+                    continue
+                out.append(LiveBroker(
+                    row[0], row[1], row[2], int(row[3]), row[4], int(row[5]), int(row[6]),
+                    DataVersion(int(row[7]), int(row[8]), int(row[9])), row[10] or None))
+        return out
+
+    async def pickup_route(self, topic: str, *, order_conf: bool = False) -> RouteRead | None:
+        """The topic's TopicRouteData, or None when no queue data or no live group remains."""
+        validation.route_topic(topic)
+        status, rest = await self._call("route", [topic, flag(order_conf)],
+                                        [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        if status is Status.NONE:
+            return None
+        rev, order_topic_conf, ttl, mappings, *groups = rest
+        route = TopicRouteData(order_topic_conf=order_topic_conf or None,
+                               topic_queue_mapping_by_broker={
+                                   bname: topic_queue_mapping_info(json.loads(info), bname)
+                                   for bname, info in pairs(mappings).items()} or None)
+        for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in groups:
+            route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))
+            route.broker_datas.append(BrokerData(cluster, name, member_addrs(addrs),
+                                                 acting == "true", zone or None))
+            for addr, fs in pairs(filters).items():
+                route.filter_server_table[addr] = fs.split("\n")
+        return RouteRead(route, int(rev), int(ttl))
+
+    async def rev(self) -> int:
+        return int(await self.redis.get(self.keys.rev) or 0)
+
+    async def view_marker(self) -> ViewMarker:
+        """The server and change counter now (see ViewMarker). The process id is read before
+        and after the counter, so a restart in between never passes for the same server. A
+        server that refuses INFO (some managed services; fakeredis) is known by the counter
+        alone."""
+        if isinstance(self.redis, RedisCluster):
+            node = self.redis.get_node_from_key(self.keys.rev)
+            before = await self._run_id(self.redis.info("server", target_nodes=node))
+            rev = await self.redis.get(self.keys.rev)
+            after = await self._run_id(self.redis.info("server", target_nodes=node))
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.info("server")
+            pipe.get(self.keys.rev)
+            pipe.info("server")
+            first, rev, last = await pipe.execute(raise_on_error=False)
+            if isinstance(rev, Exception):
+                raise rev
+            before, after = _run_id(first), _run_id(last)
+        # A restart between the two reads: a server no view can match.
+        server = before if before == after else f"restarted:{uuid.uuid4().hex}"
+        return ViewMarker(server, int(rev or 0))
+
+    @staticmethod
+    async def _run_id(info: Awaitable[Any]) -> str:
+        try:
+            return _run_id(await info)
+        except ResponseError as exc:
+            return _run_id(exc)
+
+    async def cluster_info(self) -> ClusterInfo:
+        _, (clusters, groups) = await self._call("cluster_info")
+        info = ClusterInfo()
+        for i in range(0, len(clusters), 2):
+            info.cluster_addr_table[clusters[i]] = sorted(clusters[i + 1])
+        for name, cluster, acting, zone, members in groups:
+            info.broker_addr_table[name] = BrokerData(cluster, name, member_addrs(members),
+                                                      acting == "true", zone or None)
+        return info
+
+    async def broker_member_group(self, cluster: str, name: str) -> BrokerData:
+        """GET_BROKER_MEMBER_GROUP: looked up by brokerName; clusterName is only echoed."""
+        validation.name(name, "brokerName")
+        flat = await self.redis.hgetall(self.keys.members(name))
+        return BrokerData(cluster, name, {int(k): v for k, v in flat.items()})
+
+    async def system_topic_list(self) -> tuple[list[str], str | None]:
+        """Cluster and broker names plus one broker address (GET_SYSTEM_TOPIC_LIST_FROM_NS)."""
+        info = await self.cluster_info()
+        topics = sorted(set(info.cluster_addr_table) | set(info.broker_addr_table))
+        addr = next((b.broker_addrs[min(b.broker_addrs)]
+                     for _, b in sorted(info.broker_addr_table.items()) if b.broker_addrs), None)
+        return topics, addr
+
+    async def all_topics(self) -> list[str]:
+        return sorted(await self.redis.smembers(self.keys.topics))
+
+    async def _topic_list(self, *args: str) -> list[str]:
+        _, topics = await self._call("topic_list", args)
+        return sorted(topics)
+
+    async def topics_by_cluster(self, cluster: str) -> list[str]:
+        return await self._topic_list("cluster", cluster)
+
+    async def unit_topics(self) -> list[str]:
+        return await self._topic_list("unit")
+
+    async def has_unit_sub_topics(self) -> list[str]:
+        return await self._topic_list("unit-sub")
+
+    async def has_unit_sub_ununit_topics(self) -> list[str]:
+        return await self._topic_list("unit-sub-ununit")
