@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 import aiohttp
+import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -123,10 +124,25 @@ async def _register_latency(url: str, broker: int, start: int, n: int) -> list[f
     return out
 
 
+async def _replica_online(url: str, within_s: float = 30.0) -> None:
+    """Wait until the master lists its replica online: until the first sync is done, WAIT
+    counts no replica and every acknowledged write is refused."""
+    client = aioredis.from_url(url)
+    try:
+        deadline = time.monotonic() + within_s
+        while (await client.info("replication")).get("slave0", {}).get("state") != "online":
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the replica of {url} never came online")
+            await asyncio.sleep(0.1)
+    finally:
+        await client.aclose()
+
+
 async def replica_acks(rounds: int, per_round: int, base: Path) -> dict[str, object]:
     master = RedisServer(base / "master").start()
     replica = RedisServer(base / "replica",
                           extra_args=["--replicaof", "127.0.0.1", str(master.port)]).start()
+    await _replica_online(master.url)
     plain, pp, _ = start_worker(master.url, base / "plain.log", NSFLEET_NAMESPACE="acks")
     acked, ap, _ = start_worker(master.url, base / "acked.log", NSFLEET_NAMESPACE="acks",
                                 NSFLEET_MIN_REPLICA_ACKS="1")
