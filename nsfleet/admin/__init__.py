@@ -33,7 +33,6 @@ mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,
 the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
 NameServer too). Tables by default, JSON with --json. Both fail over through their list.
 Exit status 1 with one line on stderr on failure, 2 on a usage error."""
-DEFAULT_TIMEOUT = 5.0
 
 
 def _common() -> argparse.ArgumentParser:
