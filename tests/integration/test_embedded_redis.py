@@ -21,7 +21,7 @@ import redis
 
 from nsfleet.embedded import URL_FILE, aof_files
 from nsfleet.redis_server import discover, free_port, wheel_binaries
-from tests.support.workers import request
+from tests.support.workers import request, wait_ready
 
 pytestmark = pytest.mark.redis
 
@@ -57,16 +57,8 @@ class Serve:
     def start(self, timeout: float = 30.0) -> Serve:
         self.launch()
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.text()[-3000:]
-            try:
-                if request("GET", f"{self.url}/readyz")[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise TimeoutError(self.text()[-3000:])
+        wait_ready(self.proc, self.url, timeout, self.text)
+        return self
 
     def run(self, timeout: float = 30.0) -> int:
         """Launch and wait for the exit code (for starts that must fail)."""

@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,17 +38,8 @@ class WorkerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "nsfleet", "serve"], env=env, stdin=subprocess.DEVNULL,
             stdout=self.log_path.open("ab"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if request("GET", f"{self.url}/readyz")[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise TimeoutError(f"worker not ready: {self.log_path.read_text()[-3000:]}")
+        wait_ready(self.process, self.url, timeout, lambda: self.log_path.read_text())
+        return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         assert self.process is not None
@@ -70,6 +61,23 @@ def started(env: dict[str, str], log_dir: Path, count: int = 3) -> Iterator[list
         for w in workers:
             if w.process is not None and w.process.poll() is None:
                 w.stop()
+
+
+def wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float,
+               log: Callable[[], str]) -> None:
+    """Until the worker at ``url`` answers /readyz 200; RuntimeError with the end of ``log()``
+    when the process exits first, TimeoutError when ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"worker exited: {log()[-3000:]}")
+        try:
+            if request("GET", f"{url}/readyz")[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"worker not ready: {log()[-3000:]}")
 
 
 def request(method: str, url: str, body: Any = None, timeout: float = 5.0) -> tuple[int, Any]:

@@ -14,12 +14,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
-from nsfleet.metrics import Metrics
 from nsfleet.service.nameserver import NameServer
-from nsfleet.service.namesrv_config import NamesrvConfig
-from nsfleet.service.route_cache import RouteCache
 from nsfleet.store import RouteStore
 from tests.support.invariants import orphans
+from tests.support.service import running_nameserver
 
 GROUPS, TOPICS = 6, 120
 TABLE = [TopicConfig(f"D{i}", 8, 8, 6) for i in range(TOPICS)]
@@ -29,13 +27,8 @@ TABLE = [TopicConfig(f"D{i}", 8, 8, 6) for i in range(TOPICS)]
 async def ns(any_redis: aioredis.Redis) -> AsyncIterator[NameServer]:
     store = RouteStore(any_redis, "depart", chunk_rows=25)  # every group drains in chunks
     await store.load_scripts()
-    metrics = Metrics()
-    cache = RouteCache(store, metrics)
-    await cache.start()
-    config = NamesrvConfig(store)
-    await config.refresh()
-    yield NameServer(store, cache, config, metrics)
-    await cache.close()
+    async with running_nameserver(store) as ns:
+        yield ns
 
 
 def broker(i: int) -> BrokerRegistration:

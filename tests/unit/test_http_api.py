@@ -16,12 +16,10 @@ from aiohttp.test_utils import TestClient
 from nsfleet.domain.model import QueueData
 from nsfleet.http.app import STATE_KEY, HttpOptions, create_app
 from nsfleet.http.openapi import openapi_document
-from nsfleet.metrics import Metrics
 from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import NameServer
-from nsfleet.service.namesrv_config import NamesrvConfig
-from nsfleet.service.route_cache import RouteCache
 from nsfleet.store import RouteStore
+from tests.support.service import running_nameserver
 
 MASTER = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "broker-a",
           "brokerId": 0, "haServerAddr": "10.0.0.1:10912", "enableActingMaster": False,
@@ -43,14 +41,8 @@ async def http_store(fake_redis: aioredis.Redis) -> RouteStore:
 
 @pytest.fixture
 async def ns(http_store: RouteStore) -> AsyncIterator[NameServer]:
-    store = http_store
-    metrics = Metrics()
-    cache = RouteCache(store, metrics)
-    await cache.start()
-    config = NamesrvConfig(store)
-    await config.refresh()
-    yield NameServer(store, cache, config, metrics)
-    await cache.close()
+    async with running_nameserver(http_store) as ns:
+        yield ns
 
 
 @pytest.fixture
