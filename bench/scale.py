@@ -16,7 +16,8 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   and when the last row is gone;
 * expiry: the brokers left (a third of them) reach their deadline at once: how long until the
   sweeps removed every row, reads meanwhile, the longest Redis command;
-* analytics: `nsfleet analytics` (local Spark) over the namespace, wall time;
+* analytics: `nsfleet analytics` over the namespace, on local Spark and on a Spark standalone
+  cluster (a master and a worker started here from pyspark's own Spark), wall time;
 * java: the same storm and rounds against the Java NameServer (`--java`), as ratios.
 
 Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
@@ -59,6 +60,9 @@ from tests.support.remoting_client import V5_3_3, Command, encode
 JAVA = Path(__file__).resolve().parents[2] / "shared" / "java-rocketmq" / "namesrv.sh"
 REGISTER, UNREGISTER, GET_ROUTE = 103, 104, 105
 SPLIT = 800  # splitRegistrationSize
+# The brokers' heartbeatTimeoutMillis: at the full shape the phases before the expiry take longer
+# than the default 120 s, and no broker may expire before that phase moves their deadlines.
+BROKER_TIMEOUT_MS = 3_600_000
 SCRIPT_BY_SHA = {hashlib.sha1(scripts.source(n).encode()).hexdigest(): n
                  for n in scripts.SCRIPT_NAMES}
 
@@ -81,7 +85,8 @@ def addr(broker: int) -> str:
 def register_frame(broker: int, data: bytes, opaque: int) -> bytes:
     ext = {"brokerAddr": addr(broker), "brokerId": "0", "brokerName": f"big-{broker}",
            "clusterName": "scale", "haServerAddr": addr(broker), "enableActingMaster": "false",
-           "compressed": "false", "bodyCrc32": str(crc32(data))}
+           "compressed": "false", "bodyCrc32": str(crc32(data)),
+           "heartbeatTimeoutMillis": str(BROKER_TIMEOUT_MS)}
     return encode(Command(REGISTER, ext, data, V5_3_3, opaque))
 
 
@@ -302,6 +307,8 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
             if args.analytics:
                 out["analytics"] = await asyncio.to_thread(analytics, server.url,
                                                            Path(tmp) / "report")
+                out["analytics_spark_standalone"] = await asyncio.to_thread(
+                    spark_standalone_analytics, server.url, Path(tmp) / "spark")
             out["departures"] = await departures(client, conns, ports, args)
             out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
                                                                     args.brokers - 1))
@@ -364,6 +371,12 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
     return out
 
 
+def phase_cap(args: argparse.Namespace) -> float:
+    """How long the departures and expiry phases may wait for the last row to go: 2 s per
+    broker, at least 120 s (the figure is the time taken; the cap only bounds a broken run)."""
+    return max(120.0, 2.0 * args.brokers)
+
+
 async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int],
                      args: argparse.Namespace) -> dict[str, Any]:
     """Two thirds of the brokers (40 of 60) close their connections at once, and one more
@@ -378,7 +391,7 @@ async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int]
         # Until the cascades are done: no removed group left to drain, and a topic's index
         # lists only the brokers that stayed.
         remaining = len(conns) - len(leaving) - 1
-        while time.perf_counter() - started < 120:
+        while time.perf_counter() - started < phase_cap(args):
             if (await client.scard(f"nsfleet:{{default}}:idx:topic:{topic(0)}") == remaining
                     and not await client.scard("nsfleet:{default}:idx:cleanups")):
                 break
@@ -390,12 +403,56 @@ async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int]
             "longest_redis_command_ms": await longest_command_ms(client)}
 
 
-def analytics(redis_url: str, out: Path) -> dict[str, Any]:
-    """`nsfleet analytics` (local Spark) over the namespace: its wall time."""
+def analytics(redis_url: str, out: Path, master: str | None = None) -> dict[str, Any]:
+    """`nsfleet analytics` over the namespace, on local Spark or on ``master``: its wall time."""
+    extra = ["--master", master, "--conf", f"spark.pyspark.python={sys.executable}"] if master \
+        else []
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "nsfleet", "analytics", "--redis-url", redis_url,
-                           "--out", str(out)], capture_output=True, timeout=900, check=False)
-    return {"wall_s": round(time.perf_counter() - started, 1), "exit": done.returncode}
+                           "--out", str(out), *extra], capture_output=True, timeout=1800,
+                          check=False)
+    result: dict[str, Any] = {"wall_s": round(time.perf_counter() - started, 1),
+                              "exit": done.returncode}
+    if done.returncode:
+        result["stderr_tail"] = done.stderr.decode(errors="replace")[-1000:]
+    return result
+
+
+def spark_standalone_analytics(redis_url: str, work: Path) -> dict[str, Any]:
+    """`nsfleet analytics` on a Spark standalone cluster started here from pyspark's own Spark
+    (a master and one worker with every core of this machine, on loopback), then stopped."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(work / "logs"),
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    spark_class = str(home / "bin" / "spark-class")
+    work.mkdir(parents=True, exist_ok=True)
+    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host",
+                               "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+                              env=env, stdout=(work / "master.log").open("wb"),
+                              stderr=subprocess.STDOUT, start_new_session=True)]
+    try:
+        procs.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host",
+             "127.0.0.1", "--cores", str(os.cpu_count() or 2), "--memory", "4g",
+             "--webui-port", str(worker_ui), "--work-dir", str(work / "work")],
+            env=env, stdout=(work / "worker.log").open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True))
+        deadline = time.monotonic() + 60
+        while b"Successfully registered with master" not in (work / "worker.log").read_bytes():
+            if time.monotonic() > deadline:
+                return {"error": "the Spark standalone worker did not register in 60 s"}
+            time.sleep(0.2)
+        return {"master": "standalone, 1 worker, every core, on loopback",
+                **analytics(redis_url, work / "report", master_url)}
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(30)
 
 
 async def expiry(client: aioredis.Redis, ports: list[int], args: argparse.Namespace,
@@ -412,7 +469,7 @@ async def expiry(client: aioredis.Redis, ports: list[int], args: argparse.Namesp
         for b in brokers:
             await client.zadd("nsfleet:{default}:idx:deadlines", {f"scale\t{addr(b)}": now_ms})
             await client.pexpire(f"nsfleet:{{default}}:broker:scale:{addr(b)}", 1)
-        while time.perf_counter() - started < 120:
+        while time.perf_counter() - started < phase_cap(args):
             if (not await client.scard("nsfleet:{default}:idx:topics")
                     and not await client.scard("nsfleet:{default}:idx:cleanups")):
                 break

@@ -15,6 +15,9 @@ local changed_all = false
 local changed_any = false
 
 local function touch_topic(topic) changed_topics[topic] = true end
+-- A topic whose queue row this script wrote last: it is in P:idx:topics when the script ends, so
+-- publish_changes sets its rev without asking (a registration storm writes one per row).
+local function touch_written(topic) changed_topics[topic] = 'row' end
 local function touch_topics(list) for _, t in ipairs(list) do changed_topics[t] = true end end
 -- A change that may alter any route (group removed, filter servers, cluster tables).
 local function touch_all() changed_all = true end
@@ -46,10 +49,19 @@ local function publish_changes()
   for t in pairs(changed_topics) do names[#names + 1] = t end
   if #names == 0 and not changed_all and not changed_any then return nil end
   local rev = rcall('INCR', k_rev())
-  for from = 1, #names, SLICE do
-    local slice = {unpack(names, from, math.min(from + SLICE - 1, #names))}
+  local sets, asks = {}, {}
+  for _, t in ipairs(names) do
+    if changed_topics[t] == 'row' then
+      sets[#sets + 1] = k_topic_rev(t)
+      sets[#sets + 1] = rev
+    else
+      asks[#asks + 1] = t
+    end
+  end
+  for from = 1, #asks, SLICE do
+    local slice = {unpack(asks, from, math.min(from + SLICE - 1, #asks))}
     local present = rcall('SMISMEMBER', k_topics(), unpack(slice))
-    local sets, dels = {}, {}
+    local dels = {}
     for i, t in ipairs(slice) do
       if present[i] == 1 then
         sets[#sets + 1] = k_topic_rev(t)
@@ -58,8 +70,10 @@ local function publish_changes()
         dels[#dels + 1] = k_topic_rev(t)
       end
     end
-    if #sets > 0 then rcall('MSET', unpack(sets)) end
     if #dels > 0 then rcall('DEL', unpack(dels)) end
+  end
+  for from = 1, #sets, 2 * SLICE do
+    rcall('MSET', unpack(sets, from, math.min(from + 2 * SLICE - 1, #sets)))
   end
   local what = changed_all and '*' or table.concat(names, ',')
   rcall('PUBLISH', k_changes(), rev .. ' ' .. what)

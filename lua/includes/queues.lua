@@ -42,7 +42,7 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
         else
           rewritten = rewritten + 1
         end
-        touch_topic(topic)
+        touch_written(topic)
       end
     end
   end

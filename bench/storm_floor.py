@@ -1,0 +1,185 @@
+"""Where a registration storm's Redis time goes (issue 32): the per-row cost of each write in
+nsfleet's row layout, next to the floors the issue measured, all on one throwaway redis-server
+in one run, with no worker in between.
+
+Every variant writes B brokers x T topics (every broker serving every topic) as Lua calls of
+800 rows, the way register_topics.lua receives them (one JSON argument per chunk), and is timed
+by Redis itself (INFO commandstats: EVALSHA usec, so client and socket costs are left out):
+
+* the issue's floors: ``rows4`` (a 4-field hash per row), ``rows4+topic-sadd+chunk-list`` (one
+  SADD per row into a per-topic set, the broker's topic list as one field per chunk),
+  ``...+broker-sadd`` (a SADD per row into a per-broker set as well), ``hash-per-topic`` (one
+  hash per topic, a field per broker: not a row table);
+* nsfleet's layout, built up write by write: ``rows6`` (the row hash with its identifying
+  fields, what spark-redis reads), ``+topic-sadd`` (``P:idx:topic:<t>``, the route index),
+  ``+broker-and-topic-lists`` (``P:idx:broker-topics:<name>`` and ``P:idx:topics``, one
+  variadic SADD each per chunk), ``+revs`` (``P:rev:topic:<t>``: one MSET per chunk, and the
+  change message);
+* ``nsfleet``: the real thing, RouteStore.register_broker (register_broker.lua's head,
+  register_topics.lua per chunk, register_commit.lua), every script call counted.
+
+Rounds alternate the variants and medians are kept; each figure is also given as a ratio to
+``rows4`` measured in the same run, since this machine is shared. Writes
+bench/results/storm_floor.json.
+
+    .venv/bin/python bench/storm_floor.py [--brokers 60] [--topics 10000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import redis.asyncio as aioredis
+from benchlib import new_results, write_results
+
+from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.redis_server import RedisServer
+from nsfleet.store import RouteStore
+
+P = "nsfleet:{floor}"
+CHUNK = 800
+
+# Each variant's loop body sees: P (prefix), name (brokerName), e (one row: topic, rq, wq, perm,
+# flag), t (= e[1]); `rows` collects the chunk's topics for the per-chunk writes after the loop.
+LOOP = """
+local P, name, rows = KEYS[1], ARGV[2], {}
+for _, e in ipairs(cjson.decode(ARGV[1])) do
+  local t = e[1]
+  %s
+  rows[#rows + 1] = t
+end
+%s
+return #rows
+"""
+HSET4 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'readQueueNums', tostring(e[2]), "
+         "'writeQueueNums', tostring(e[3]), 'perm', tostring(e[4]), "
+         "'topicSysFlag', tostring(e[5]))")
+HSET6 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'topic', t, 'brokerName', name, "
+         "'readQueueNums', tostring(e[2]), 'writeQueueNums', tostring(e[3]), "
+         "'perm', tostring(e[4]), 'topicSysFlag', tostring(e[5]))")
+TOPIC_SADD = "redis.call('SADD', P..':idx:topic:'..t, name)"
+CHUNK_LIST = ("redis.call('HSET', P..':idx:chunks:'..name, ARGV[3], table.concat(rows, ','))")
+LISTS = ("redis.call('SADD', P..':idx:broker-topics:'..name, unpack(rows)) "
+         "redis.call('SADD', P..':idx:topics', unpack(rows))")
+REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
+        "for _, t in ipairs(rows) do sets[#sets + 1] = P..':rev:topic:'..t "
+        "sets[#sets + 1] = rev end redis.call('MSET', unpack(sets)) "
+        "redis.call('PUBLISH', P..':changes', rev..' '..table.concat(rows, ','))")
+
+VARIANTS: dict[str, tuple[str, str]] = {
+    "rows4": (HSET4, ""),
+    "rows4+topic-sadd+chunk-list": (f"{HSET4} {TOPIC_SADD}", CHUNK_LIST),
+    "rows4+topic-sadd+chunk-list+broker-sadd": (
+        f"{HSET4} {TOPIC_SADD} redis.call('SADD', P..':idx:broker-topics:'..name, t)",
+        CHUNK_LIST),
+    "hash-per-topic": ("redis.call('HSET', P..':route:'..t, name, "
+                       "e[2]..','..e[3]..','..e[4]..','..e[5])", ""),
+    "rows6": (HSET6, ""),
+    "rows6+topic-sadd": (f"{HSET6} {TOPIC_SADD}", ""),
+    "rows6+topic-sadd+broker-and-topic-lists": (f"{HSET6} {TOPIC_SADD}", LISTS),
+    "rows6+topic-sadd+broker-and-topic-lists+revs": (f"{HSET6} {TOPIC_SADD}", f"{LISTS} {REVS}"),
+}
+
+
+def chunks(topics: int) -> list[str]:
+    return [json.dumps([[f"Topic-{i:05d}", 8, 8, 6, 0] for i in range(s, min(s + CHUNK, topics))])
+            for s in range(0, topics, CHUNK)]
+
+
+async def script_usec(client: aioredis.Redis) -> int:
+    stats = await client.info("commandstats")
+    return sum(int(stats[n]["usec"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
+
+
+async def used_memory(client: aioredis.Redis) -> int:
+    return int((await client.info("memory"))["used_memory"])
+
+
+async def variant(client: aioredis.Redis, src: str, brokers: int, table: list[str]
+                  ) -> tuple[float, float]:
+    """Seconds of Redis script time and bytes of memory for brokers x topics rows."""
+    await client.execute_command("FLUSHALL", "SYNC")
+    sha = await client.script_load(src)
+    base_mem = await used_memory(client)
+    await client.config_resetstat()
+    for b in range(brokers):
+        for i, text in enumerate(table):
+            await client.evalsha(sha, 1, P, text, f"broker-{b:03d}", str(i))
+    return await script_usec(client) / 1e6, await used_memory(client) - base_mem
+
+
+async def nsfleet(client: aioredis.Redis, brokers: int, topics: int) -> tuple[float, float, int]:
+    """The real registration path, without a worker: script seconds, memory, script calls."""
+    await client.execute_command("FLUSHALL", "SYNC")
+    store = RouteStore(client, "bench")
+    configs = tuple(TopicConfig(f"Topic-{i:05d}", 8, 8, 6) for i in range(topics))
+    base_mem = await used_memory(client)
+    await client.config_resetstat()
+    for b in range(brokers):
+        await store.register_broker(BrokerRegistration(
+            "DefaultCluster", f"10.0.{b // 250}.{b % 250}:10911", f"broker-{b:03d}", 0,
+            data_version=DataVersion(1, 1_700_000_000_000, 0), topic_configs=configs))
+    stats = await client.info("commandstats")
+    calls = sum(int(stats[n]["calls"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
+    return await script_usec(client) / 1e6, await used_memory(client) - base_mem, calls
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--brokers", type=int, default=60)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    rows = args.brokers * args.topics
+    table = chunks(args.topics)
+    seconds: dict[str, list[float]] = {}
+    memory: dict[str, list[float]] = {}
+    calls = 0
+    with tempfile.TemporaryDirectory() as tmp, \
+            RedisServer(data_dir=Path(tmp), appendonly=False) as server:
+        client = aioredis.Redis.from_url(server.url, decode_responses=True)
+        for rnd in range(args.rounds):
+            for name, (body, after) in VARIANTS.items():
+                s, m = await variant(client, LOOP % (body, after), args.brokers, table)
+                seconds.setdefault(name, []).append(s)
+                memory.setdefault(name, []).append(m)
+            s, m, calls = await nsfleet(client, args.brokers, args.topics)
+            seconds.setdefault("nsfleet", []).append(s)
+            memory.setdefault("nsfleet", []).append(m)
+            print(f"round {rnd + 1}/{args.rounds} done", flush=True)
+        await client.aclose()
+    floor = statistics.median(seconds["rows4"])
+    figures: dict[str, Any] = {}
+    for name in seconds:
+        s, m = statistics.median(seconds[name]), statistics.median(memory[name])
+        figures[name] = {
+            "us_per_row": round(s / rows * 1e6, 2),
+            "seconds_at_600k_rows": round(s / rows * 600_000, 2),
+            "bytes_per_row": round(m / rows, 1),
+            "over_rows4": round(s / floor, 2),
+        }
+        print(f"{name:46s} {figures[name]['us_per_row']:6.2f} us/row  "
+              f"{figures[name]['seconds_at_600k_rows']:5.2f} s at 600k rows  "
+              f"{figures[name]['bytes_per_row']:6.1f} B/row  x{figures[name]['over_rows4']}")
+    results = new_results(args)
+    results.update({
+        "rows": rows,
+        "chunk_rows": CHUNK,
+        "timed_by": "Redis INFO commandstats (EVALSHA usec): Redis time only, no client",
+        "nsfleet_script_calls": calls,
+        "variants": figures,
+    })
+    write_results("storm_floor", results)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
