@@ -39,7 +39,7 @@
              nothing
     ARGV[22 .. 21+F] filter server addresses
     ARGV[22+F] the T topics, a JSON array of arrays (topic, readQueueNums, writeQueueNums, perm,
-               topicSysFlag)
+               topicSysFlag), the numbers as decimal strings
     ARGV[23+F] the M static-topic mappings, a JSON array of arrays (topic, bname,
                TopicQueueMappingInfo JSON)
   Output:

@@ -12,7 +12,7 @@
     ARGV[5] "1" = write every topic (force), "0" = only topics missing their queue row
     ARGV[6] "1" = clear the write perm (a prime slave of an acting-master group)
     ARGV[7] topics, a JSON array of arrays (topic, readQueueNums, writeQueueNums, perm,
-            topicSysFlag)
+            topicSysFlag), the numbers as decimal strings
     ARGV[8] static-topic mappings, a JSON array of arrays (topic, bname, TopicQueueMappingInfo JSON)
     ARGV[9] topics whose queue data of this group goes, as a JSON array of topics
     ARGV[10] "1" = the group had no queue data when the registration began (the head's fresh):

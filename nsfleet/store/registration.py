@@ -66,7 +66,10 @@ class Registering(Departures):
         rows = [(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
                  tc.topic_sys_flag) for tc in reg.topic_configs]
         n = self.chunk_rows
-        topic_chunks = [json_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
+        # The scripts take the numbers as strings and store them as they come (a Lua tostring
+        # per field is an eighth of a first registration's Redis time).
+        as_text = [(t, str(rq), str(wq), str(p), str(f)) for t, rq, wq, p, f in rows]
+        topic_chunks = [json_arg(as_text[i:i + n]) for i in range(0, len(as_text), n)]
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
         for text in (*topic_chunks, b"|", *mapping_chunks):
