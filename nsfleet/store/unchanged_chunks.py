@@ -123,21 +123,25 @@ class UnchangedChunks:
         a = entry.answer
         self._pending[key] = (key[0], key[1], a.generation, dv.counter, dv.timestamp)
         if self._flusher is None:
+            self._wake = asyncio.Event()  # of the running loop
             self._flusher = asyncio.create_task(self._flush_soon(), name="data-version-flush")
         return RegisterResult(master_addr=a.master_addr, ha_server_addr=a.ha_server_addr,
                               kv_table=None if a.kv_table is None else dict(a.kv_table),
                               generation=a.generation, remembered=True)
 
     async def _flush_soon(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.flush_interval):
-                await self._wake.wait()
-        self._wake.clear()
-        self._flusher = None
+        """Write what is pending every ``flush_interval`` while there is some (at once when
+        closing)."""
         try:
-            await self.flush()
+            while self._pending:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.flush_interval):
+                        await self._wake.wait()
+                await self.flush()
         except Exception as exc:  # a background write: the worker keeps serving
             log.warning("pending DataVersions not written", error=str(exc))
+        finally:
+            self._flusher = None
 
     async def flush(self, key: Key | None = None) -> None:
         """Write the pending DataVersions now (only ``key``'s, when given). A store error is

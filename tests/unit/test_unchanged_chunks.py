@@ -253,3 +253,14 @@ async def test_a_slave_with_a_master_is_not_remembered(
     assert [r.master_addr for r in results] == ["10.0.0.9:10911"] * 3
     assert not any(r.remembered for r in results)
     assert seen == ["register_broker:probe"] * 3
+
+
+async def test_query_data_version_on_the_same_worker_sees_the_pending_data_version(
+        served: tuple[RouteStore, NameServer]) -> None:
+    store, ns = served
+    store.unchanged_chunks.flush_interval = 60.0
+    await two_rounds_then_past_the_window(ns)
+    regs = split_round(3)
+    await register(ns, regs)
+    last = regs[-1].data_version
+    assert await ns.query_data_version("c1", ADDR, last) == (False, last)
