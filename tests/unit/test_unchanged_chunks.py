@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
+from nsfleet.domain.model import BrokerRegistration, DataVersion, RegisterResult, TopicConfig
 from nsfleet.service.nameserver import NameServer
 from nsfleet.store import RouteStore
+from nsfleet.store.unchanged_chunks import FLUSH_BATCH, Pending, UnchangedChunks
 from tests.support.service import running_nameserver
 
 SIZE = 80  # topics per chunk: every chunk is offered as a digest (probe_min_topics 64)
@@ -264,3 +265,22 @@ async def test_query_data_version_on_the_same_worker_sees_the_pending_data_versi
     await register(ns, regs)
     last = regs[-1].data_version
     assert await ns.query_data_version("c1", ADDR, last) == (False, last)
+
+
+async def test_pending_data_versions_are_written_in_bounded_batches() -> None:
+    batches: list[list[Pending]] = []
+
+    async def write(batch: list[Pending]) -> int:
+        batches.append(batch)
+        return len(batch)
+
+    memo = UnchangedChunks(write)
+    memo.attach(live=lambda: True)
+    for i in range(FLUSH_BATCH + 50):
+        key = ("c1", f"10.0.{i // 250}.{i % 250}:10911")
+        memo.remember(key, "meta", "digest", RegisterResult(generation=i), memo.ticket(), 120_000)
+        assert memo.answer(key, "meta", "digest", DataVersion(i, 10_000 + i, 0)) is not None
+    await memo.close()
+    assert [len(b) for b in batches] == [FLUSH_BATCH, 50]
+    assert batches[0][7] == ("c1", "10.0.0.7:10911", 7, 7, 10_007)
+    assert memo.answer(("c1", "10.0.0.7:10911"), "meta", "digest", DataVersion()) is None
