@@ -10,7 +10,9 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 * memory: Redis used_memory per queue row (B x T rows);
 * rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
   unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
-  unchanged 5.x split round (chunks of 800, a new DataVersion each);
+  unchanged 5.x split round (chunks of 800, a new DataVersion each), each round started past the
+  workers' unchanged-chunk window (as a round 30 s after the last is) and measured until the
+  DataVersions they answered from their memo are written (split_over_whole);
 * departures: two thirds of the brokers close their connections at once (the cascades remove
   their rows) while one more broker sends UNREGISTER_BROKER: its answer time, reads meanwhile,
   and when the last row is gone;
@@ -53,6 +55,7 @@ from benchlib import free_port, new_results, start_worker, summary, write_result
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import scripts
+from nsfleet.store.unchanged_chunks import FLUSH_INTERVAL, WINDOW
 from nsfleet.wire.bodies import RegisterBody, crc32
 from tests.support.register_bodies import encode_register_body
 from tests.support.remoting_client import V5_3_3, Command, encode
@@ -345,6 +348,7 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
     for c_b, c in enumerate(conns):
         await c.call(register_frame(c_b, whole, 0))
     await split_round()  # records the chunks
+    await split_round()  # proves each unchanged: the workers' memos know every chunk's digest
     calls: dict[str, int] = {}
     cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
     pids = {k: v for k, v in pids.items() if k != "sender"}
@@ -354,9 +358,12 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
 
     for _ in range(3):
         for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round)):
+            # A round starts past the memo's window, as one 30 s after the last does.
+            await asyncio.sleep(WINDOW + 0.5)
             before, n = await script_usec(client), await script_calls(client)
             meter = CpuMeter(pids)
             await run()
+            await asyncio.sleep(FLUSH_INTERVAL + 1.0)  # what the memos answered, written
             used = meter.read()
             samples[name].append((await script_usec(client) - before) / 1000)
             calls[f"{name}_round_script_calls"] = await script_calls(client) - n

@@ -177,6 +177,8 @@ end
 -- The unchanged re-registration in a few commands (every chunk of a split round is one): step 10
 -- skips and every other step would write what is stored, the connection included, so only the
 -- live row, its deadline and the registration record's DataVersion move. Nothing is announced.
+-- An "ok" probe that announced nothing lets the worker answer the rest of the round itself
+-- (nsfleet/store/unchanged_chunks.py); register_data_version.lua then writes what this would.
 if skip and group_same and r[10] == reg_meta
     and (conn == '' or rcall('SISMEMBER', k_conns(cluster, addr), conn) == 1) then
   local now = now_ms()

@@ -207,6 +207,9 @@ class RegisterResult:
     fenced: bool = False
     dropped_topics: list[DroppedTopic] = field(default_factory=list)
     changed: bool = False  # the registration changed the tables (new broker, topic or value)
+    # Answered from the worker's memo of unchanged registrations: nothing written yet, its
+    # DataVersion pending (nsfleet/store/unchanged_chunks.py).
+    remembered: bool = False
 
 
 @dataclass(slots=True)

@@ -50,11 +50,14 @@ class Registrations(ServicePart):
             reg.heartbeat_timeout_millis = int(self.broker_timeout * 1000)
         return_kv = self.config.flag("returnOrderTopicConfigToBroker")
         try:
-            result = await self._written(self._store.register_broker(
+            result = await self._store.register_broker(
                 reg,
                 delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
                                       and not reg.topic_queue_mappings),
-                return_order_conf=return_kv, connection=connection))
+                return_order_conf=return_kv, connection=connection)
+            if not result.remembered:  # a memo's answer wrote nothing to read back
+                self._cache.store_answered()
+                await self._cache.feed.sync()
         except StoreUnavailable:  # answered as an error, replayed when the store is back
             if could_be_live(reg.cluster, reg.addr):
                 self._outage.backlog.registration(reg, connection,
@@ -91,6 +94,7 @@ class Registrations(ServicePart):
     async def unregister_broker(self, cluster: str | None, addr: str | None,
                                 name: str | None) -> int:
         """UNREGISTER_BROKER: 0 removed from a group that remains, 1 removed with its group."""
+        self._forget(cluster, addr)
         outcome = await self._written(self._store.unregister_broker(cluster, addr, name,
                                                                      drain=False))
         self._drain_later(name)
@@ -124,6 +128,7 @@ class Registrations(ServicePart):
         """A remoting connection the broker registered over closed. The broker goes only when
         no other connection it registered over is open, on any worker (a fleet is not one Java
         process: the broker keeps a connection to every worker). True when it went."""
+        self._forget(cluster, addr)
         try:
             outcome = await self._written(self._store.unregister_broker(
                 cluster, addr, name, closed_connection=connection, drain=False))
@@ -136,6 +141,12 @@ class Registrations(ServicePart):
                 "broker unregistered", reason="its last connection closed", cluster=cluster,
                 broker_addr=addr, broker_name=name, group_removed=outcome == 1)
         return outcome != -1
+
+    def _forget(self, cluster: str | None, addr: str | None) -> None:
+        """The broker leaves through this worker: no memo answers for it, nothing of it is
+        written later."""
+        if cluster is not None and addr is not None:
+            self._store.unchanged_chunks.forget((cluster, addr))
 
     async def _register_replayed(self, reg: BrokerRegistration, connection: str | None) -> None:
         await self.register_broker(reg, connection=connection)
@@ -162,6 +173,8 @@ class Registrations(ServicePart):
             return True, None
         assert cluster is not None and addr is not None
         try:
+            # A DataVersion this worker answered from its memo is compared as stored.
+            await self._store.write_pending_data_version(cluster, addr)
             changed, stored = await self._store.query_data_version(cluster, addr,
                                                                    dv or DataVersion())
         except StoreUnavailable:

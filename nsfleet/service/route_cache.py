@@ -101,12 +101,17 @@ class RouteCache:
         self.on_config_change: list[asyncio.Event] = []
         # Told about every broker the sweep expires (cluster, addr), on any worker.
         self.on_expired: list[Callable[[str, str], None]] = []
+        # The store's memo of unchanged registrations is coherent through this feed: it answers
+        # only while the feed is live, and is cleared wherever this cache is (``_forget_all``).
+        self._unchanged = store.unchanged_chunks
+        self._unchanged.attach(live=lambda: self.feed.subscribed and not self.outage.lost)
 
     async def start(self) -> None:
         await self.feed.start()
 
     async def close(self) -> None:
         await self.feed.close()
+        await self._unchanged.close()  # what it answered is written before the worker stops
 
     def _feed_lost(self) -> None:
         """Messages may be missed from now on."""
@@ -115,11 +120,13 @@ class RouteCache:
     def _store_lost(self) -> None:
         """The feed broke, or a Redis call found the store away (often before the feed
         notices): messages may be missed from now on."""
+        self._unchanged.clear()
         if not self.feed.closing:
             self.outage.store_lost(routes=len(self._entries) if self.enabled else 0)
 
     def _fence_fills(self) -> None:
         """No read started before this may store what it read: it cannot be proven current."""
+        self._unchanged.clear()
         self._seq += 1
         self._cleared_at = self._seq
 
@@ -134,6 +141,8 @@ class RouteCache:
 
     def _apply(self, change: Change) -> None:
         """A change message (never a sync marker: ChangeFollower answers those)."""
+        # Whatever it says, registrations proven unchanged before it may be no longer.
+        self._unchanged.clear()
         self.watchers.any_change()
         self._announced += 1
         self._last_answers.clear()
@@ -164,6 +173,7 @@ class RouteCache:
     def _invalidate_all(self) -> None:
         """Anything may have changed (the feed broke or lagged): drop every route, and have the
         NamesrvConfig read again, since a config announcement may have been missed too."""
+        self._unchanged.clear()
         self._seq += 1
         self._cleared_at = self._seq
         self._entries.clear()

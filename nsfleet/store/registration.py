@@ -26,6 +26,7 @@ from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
 from nsfleet.store.script_calls import flag, json_arg, pairs
+from nsfleet.store.unchanged_chunks import Pending, UnchangedChunks
 
 Row = tuple[str, int, int, int, int]  # a queue row for the scripts: topic, rq, wq, perm, flag
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
@@ -40,6 +41,8 @@ class Registering(Departures):
     probe_min_topics: int = PROBE_MIN_TOPICS
     # Validated and encoded tables by the identity of the (immutable) table sent.
     _tables: BoundedMemo[tuple[Any, ...]]
+    # Registrations proven unchanged, which answer the rest of a split round without Redis.
+    unchanged_chunks: UnchangedChunks
 
     def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
                        ) -> tuple[list[Row], list[list[Any]], list[bytes], list[bytes], str]:
@@ -107,6 +110,18 @@ class Registering(Departures):
                     *(filters or ()), topic_chunks[0] if full and topic_chunks else "[]",
                     mapping_chunks[0] if full and mapping_chunks else "[]"]
 
+        # What register_broker.lua compares as the registration's meta, with what else shapes
+        # the answer: equal, and the digest proven, the memo may answer (``unchanged_chunks``).
+        meta = (reg.name, reg.broker_id, reg.ha_server_addr or "", reg.zone_name or "", timeout,
+                acting, dv.state_version, None if filters is None else tuple(filters),
+                return_order_conf, connection or "")
+        memo, key = self.unchanged_chunks, (reg.cluster or "", reg.addr or "")
+        remembered = memo.answer(key, meta, digest, dv)
+        if remembered is not None:
+            remembered.dropped_topics = reg.dropped_topics
+            return remembered
+        memo.written_now(key)  # this call writes its own DataVersion
+        ticket = memo.ticket()
         keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
         # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
@@ -137,10 +152,30 @@ class Registering(Departures):
         if status not in (Status.OK, Status.HEAD):
             raise ScriptReplyError(f"register_broker: still {status!r} after draining")
         master, ha, generation, changed_flag, kv_flag, *kv = rest
-        return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
-                              kv_table=pairs(kv) if kv_flag == "1" else None,
-                              generation=int(generation), dropped_topics=reg.dropped_topics,
-                              changed=changed or changed_flag == "1")
+        result = RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
+                                kv_table=pairs(kv) if kv_flag == "1" else None,
+                                generation=int(generation), dropped_topics=reg.dropped_topics,
+                                changed=changed or changed_flag == "1")
+        # A probe answered "ok" needed no per-topic work; announcing nothing, it left the
+        # registration as Redis held it: proven unchanged. Not a slave's with a master: its
+        # answer carries the master's HA address, which changes without an announcement.
+        if (mode == "probe" and status is Status.OK and not result.changed
+                and result.master_addr is None):
+            memo.remember(key, meta, digest, result, ticket, timeout)
+        else:
+            memo.forget(key)
+        return result
+
+    async def _write_data_versions(self, pending: list[Pending]) -> int:
+        """register_data_version.lua for the memo's pending DataVersions; how many were
+        written (the others' registrations were superseded or removed)."""
+        _, (written,) = await self._call("register_data_version",
+                                         [v for broker in pending for v in broker])
+        return int(written)
+
+    async def write_pending_data_version(self, cluster: str, addr: str) -> None:
+        """The broker's DataVersion the memo answered, written now (QUERY_DATA_VERSION)."""
+        await self.unchanged_chunks.flush((cluster, addr))
 
     async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
                                   rows: list[Row], topic_chunks: list[bytes],

@@ -33,6 +33,7 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
                                   Status.CHUNK, Status.HEAD, Status.DRAIN}),
     "register_topics": frozenset({Status.OK, Status.STALE}),
     "register_commit": frozenset({Status.OK}),
+    "register_data_version": frozenset({Status.OK}),
     "drain_cleanup": frozenset({Status.OK}),
     "clear_write_perm": frozenset({Status.OK}),
     "unregister_broker": frozenset({Status.OK, Status.KEPT}),

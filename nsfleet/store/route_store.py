@@ -26,6 +26,7 @@ from nsfleet.store.replies import Status
 from nsfleet.store.script_calls import CHUNK_ROWS, RedisClient, flag
 from nsfleet.store.table_reads import TableReads
 from nsfleet.store.topic_overview import TopicOverview
+from nsfleet.store.unchanged_chunks import UnchangedChunks
 
 
 @translating_redis_errors
@@ -45,6 +46,7 @@ class RouteStore(Registering, TableReads):
                          replica_ack_timeout_ms=replica_ack_timeout_ms)
         self.probe_min_topics = probe_min_topics
         self._tables = BoundedMemo()
+        self.unchanged_chunks = UnchangedChunks(self._write_data_versions)
         self.changes = ChangeFeed(redis, self.keys.changes)
         self.history = ChangeHistory(redis, self.keys.history)
         self.topic_overview = TopicOverview(redis, self.keys, self._call_many)

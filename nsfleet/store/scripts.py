@@ -18,6 +18,7 @@ SCRIPT_NAMES = (
     "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
     "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",
     "register_topics", "register_commit", "drain_cleanup", "clear_write_perm", "topic_overview",
+    "register_data_version",
 )
 # Writes acknowledged to a client, which wait for replicas with --min-replica-acks. Reads are
 # not; nor are heartbeats, the sweep and the drains, whose loss in a failover the next

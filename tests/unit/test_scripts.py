@@ -193,6 +193,8 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
         replace(b, broker_id=0, data_version=DataVersion(5, 500, 1)))).fenced
     await store.register_broker(b)
     assert await store.heartbeat("c1", a.addr)
+    # A DataVersion the memo answered, for a registration no longer the broker's last.
+    assert await store._write_data_versions([("c1", a.addr, 0, 9, 900)]) == 0
     assert not await store.heartbeat("c1", "10.9.9.9:1")
     assert await store.pickup_route("T1") is not None
     assert await store.pickup_route("nope") is None
