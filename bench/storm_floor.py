@@ -60,12 +60,10 @@ end
 %s
 return #rows
 """
-HSET4 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'readQueueNums', tostring(e[2]), "
-         "'writeQueueNums', tostring(e[3]), 'perm', tostring(e[4]), "
-         "'topicSysFlag', tostring(e[5]))")
+HSET4 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'readQueueNums', e[2], "
+         "'writeQueueNums', e[3], 'perm', e[4], 'topicSysFlag', e[5])")
 HSET6 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'topic', t, 'brokerName', name, "
-         "'readQueueNums', tostring(e[2]), 'writeQueueNums', tostring(e[3]), "
-         "'perm', tostring(e[4]), 'topicSysFlag', tostring(e[5]))")
+         "'readQueueNums', e[2], 'writeQueueNums', e[3], 'perm', e[4], 'topicSysFlag', e[5])")
 TOPIC_SADD = "redis.call('SADD', P..':idx:topic:'..t, name)"
 CHUNK_LIST = ("redis.call('HSET', P..':idx:chunks:'..name, ARGV[3], table.concat(rows, ','))")
 LISTS = ("redis.call('SADD', P..':idx:broker-topics:'..name, unpack(rows)) "
@@ -91,7 +89,9 @@ VARIANTS: dict[str, tuple[str, str]] = {
 
 
 def chunks(topics: int) -> list[str]:
-    return [json.dumps([[f"Topic-{i:05d}", 8, 8, 6, 0] for i in range(s, min(s + CHUNK, topics))])
+    # The numbers as strings, as nsfleet sends them (a Lua tostring per field costs ~1 us a row).
+    return [json.dumps([[f"Topic-{i:05d}", "8", "8", "6", "0"]
+                        for i in range(s, min(s + CHUNK, topics))])
             for s in range(0, topics, CHUNK)]
 
 
