@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +60,10 @@ from nsfleet.store import scripts
 from nsfleet.store.unchanged_chunks import FLUSH_INTERVAL, WINDOW
 from nsfleet.wire.bodies import RegisterBody, crc32
 from tests.support.register_bodies import encode_register_body
-from tests.support.remoting_client import V5_3_3, Command, encode
+from tests.support.remoting_client import ONEWAY_FLAG, V5_3_3, Command, encode
 
 JAVA = Path(__file__).resolve().parents[2] / "shared" / "java-rocketmq" / "namesrv.sh"
-REGISTER, UNREGISTER, GET_ROUTE = 103, 104, 105
+REGISTER, UNREGISTER, GET_ROUTE, HEARTBEAT = 103, 104, 105, 904
 SPLIT = 800  # splitRegistrationSize
 # The brokers' heartbeatTimeoutMillis: at the full shape the phases before the expiry take longer
 # than the default 120 s, and no broker may expire before that phase moves their deadlines.
@@ -97,6 +99,29 @@ def unregister_frame(broker: int, opaque: int) -> bytes:
     ext = {"brokerAddr": addr(broker), "brokerId": "0", "brokerName": f"big-{broker}",
            "clusterName": "scale"}
     return encode(Command(UNREGISTER, ext, None, V5_3_3, opaque))
+
+
+def heartbeat_frame(broker: int) -> bytes:
+    ext = {"brokerAddr": addr(broker), "brokerName": f"big-{broker}", "clusterName": "scale"}
+    return encode(Command(HEARTBEAT, ext, None, V5_3_3, flag=ONEWAY_FLAG))
+
+
+@contextlib.asynccontextmanager
+async def kept_alive(conns: list[Conn]) -> AsyncIterator[None]:
+    """The brokers' traffic while a long phase runs (the analytics take minutes at the full
+    shape): a oneway BROKER_HEARTBEAT on every connection every 30 s, or the workers close them
+    as idle after 120 s, as Java does, and the brokers leave with them."""
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(30)
+            for b, c in enumerate(conns):
+                c.writer.write(heartbeat_frame(b))
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
 
 
 async def answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -308,10 +333,11 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
                              "bytes_per_row": round(used / rows, 1)}
             out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
             if args.analytics:
-                out["analytics"] = await asyncio.to_thread(analytics, server.url,
-                                                           Path(tmp) / "report")
-                out["analytics_spark_standalone"] = await asyncio.to_thread(
-                    spark_standalone_analytics, server.url, Path(tmp) / "spark")
+                async with kept_alive(conns):
+                    out["analytics"] = await asyncio.to_thread(analytics, server.url,
+                                                               Path(tmp) / "report")
+                    out["analytics_spark_standalone"] = await asyncio.to_thread(
+                        spark_standalone_analytics, server.url, Path(tmp) / "spark")
             out["departures"] = await departures(client, conns, ports, args)
             out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
                                                                     args.brokers - 1))

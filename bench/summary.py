@@ -1,6 +1,6 @@
-"""The table of every issue-14 figure against its target, from bench/results/*.json, as Markdown
-in bench/results/summary.md (docs/performance.md shows the latest one). A figure whose results file
-or key is missing is listed as "not measured".
+"""The table of every issue-14 and issue-32 figure against its target, from bench/results/*.json,
+as Markdown in bench/results/summary.md (docs/performance.md shows the latest one). A figure whose
+results file or key is missing is listed as "not measured".
 
     .venv/bin/python bench/summary.py
 """
@@ -37,6 +37,12 @@ def _script_time_longest(data: dict[str, Any]) -> float:
     """The longest single script call of any operation at the largest size measured."""
     size = max((k for k in data if k.isdigit()), key=int)
     return max(op["longest_script_ms"] for op in data[size].values())
+
+
+def _storm_over_floor(data: dict[str, Any]) -> float:
+    variants = data["variants"]
+    return variants["nsfleet"]["us_per_row"] / \
+        variants["rows6+topic-sadd+broker-and-topic-lists+revs"]["us_per_row"]
 
 
 CONTENTION_MODES = {"cache_off": "cache off, readers saturating",
@@ -102,10 +108,33 @@ FIGURES: tuple[Figure, ...] = (
            ("first_render_ms", "after_change", "max"), 1000.0, unit="ms"),
     Figure("console: filtering the 10,000 topics, slowest query", "console",
            ("@console_filter_max",), 100.0, unit="ms"),
+    # Issue 32: 60 brokers x 10,000 topics through two workers (bench/scale.py).
+    Figure("60 x 10k: every broker registering at once (storm), wall", "scale",
+           ("nsfleet", "storm", "storm_s"), 3.5, unit="s"),
+    Figure("60 x 10k: the storm / the Java NameServer's in the same run", "scale",
+           ("storm_nsfleet_over_java",), None, unit="x"),
+    Figure("60 x 10k: route reads during the storm, p99", "scale",
+           ("nsfleet", "storm", "reads_during_ms", "p99"), 50.0, unit="ms"),
+    Figure("60 x 10k: route reads during the storm, max", "scale",
+           ("nsfleet", "storm", "reads_during_ms", "max"), 250.0, unit="ms"),
+    Figure("60 x 10k: route reads during the storm, failed", "scale",
+           ("nsfleet", "storm", "reads_during_ms", "failed"), 0.0),
+    Figure("60 x 10k: unchanged split round / unchanged whole round, Redis time", "scale",
+           ("nsfleet", "rounds", "split_over_whole"), 2.0, unit="x"),
+    Figure("60 x 10k: Redis bytes per queue row", "scale",
+           ("nsfleet", "memory", "bytes_per_row"), 300.0, unit="B"),
+    Figure("60 x 10k: 40 brokers' connections closing at once, an UNREGISTER_BROKER meanwhile "
+           "answers in", "scale", ("nsfleet", "departures", "unregister_answer_s"), 3.0,
+           unit="s"),
+    Figure("60 x 10k: route reads while those 40 brokers' rows go, p99", "scale",
+           ("nsfleet", "departures", "reads_during_ms", "p99"), 50.0, unit="ms"),
+    Figure("per queue row of a first registration, Redis time: nsfleet / the floor of its "
+           "layout (every write it needs, alone)", "storm_floor", ("@storm_over_floor",), None,
+           unit="x"),
 )
 
 COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest,
-            "@console_filter_max": _console_filter_max}
+            "@console_filter_max": _console_filter_max, "@storm_over_floor": _storm_over_floor}
 
 
 def value(figure: Figure) -> float | None:
