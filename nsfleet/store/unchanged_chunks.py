@@ -9,8 +9,9 @@ broker records the registration's meta (every argument but the DataVersion count
 and the table, the connection included), the digests so proven, and the answer. A later
 registration of the broker with the same meta and a proven digest, within ``window`` seconds of
 the last probe, is answered from the entry; its DataVersion is kept pending and written by
-register_data_version.lua within ``flush_interval`` (with the liveness the few-command path
-refreshes), only while the registration the entry came from is still the broker's last.
+register_data_version.lua (with the liveness the few-command path refreshes) once the broker has
+sent nothing for ``flush_interval``, so once per round, or ``max_lag`` after the first answer
+still pending, only while the registration the entry came from is still the broker's last.
 
 Coherent by construction: the service clears every entry on any change the feed delivers, on an
 out-of-sync feed, a lost subscription or store (``clear``), and nothing is filled or answered
@@ -36,7 +37,12 @@ from nsfleet.domain.model import DataVersion, RegisterResult
 
 log = structlog.get_logger(__name__)
 WINDOW = 5.0  # seconds after a probe in which its entry answers (a round is every 30 s)
-FLUSH_INTERVAL = 0.5  # seconds a pending DataVersion waits before it is written
+# A pending DataVersion is written once its broker has been quiet this long (the end of its
+# round: a round's chunks follow each other, each sent when the last is answered), ...
+FLUSH_INTERVAL = 0.5
+# ... or this long after the first answer still pending (a round under load); due brokers are
+# looked for every half FLUSH_INTERVAL, so a pending DataVersion waits 2 s at most.
+MAX_LAG = 1.75
 FLUSH_BATCH = 100  # brokers per register_data_version.lua call (six commands each)
 MAX_ENTRIES = 10_000  # brokers remembered; past that the memo starts over
 MAX_DIGESTS = 256  # digests per broker (chunks over the rounds); past that the entry starts over
@@ -61,8 +67,11 @@ class UnchangedChunks:
         self._write = write
         self.window = WINDOW
         self.flush_interval = FLUSH_INTERVAL
+        self.max_lag = MAX_LAG
         self._entries: dict[Key, _Entry] = {}
         self._pending: dict[Key, Pending] = {}
+        # time.monotonic() of each pending broker's first and last answer not yet written
+        self._answered: dict[Key, tuple[float, float]] = {}
         self._clears = 0
         self._live: Callable[[], bool] = lambda: False
         self._flusher: asyncio.Task[None] | None = None
@@ -88,12 +97,14 @@ class UnchangedChunks:
         """A registration of the broker goes to Redis: it writes its own DataVersion, which
         supersedes the pending one."""
         self._pending.pop(key, None)
+        self._answered.pop(key, None)
 
     def forget(self, key: Key) -> None:
         """A registration of the broker went to Redis and was not proven unchanged, or the
         broker leaves through this worker: its entry and pending DataVersion go."""
         self._entries.pop(key, None)
         self._pending.pop(key, None)
+        self._answered.pop(key, None)
 
     def remember(self, key: Key, meta: Hashable, digest: str, answer: RegisterResult,
                  ticket: int, timeout_ms: int) -> None:
@@ -121,7 +132,9 @@ class UnchangedChunks:
                 or time.monotonic() - entry.probed > entry.window):
             return None
         a = entry.answer
+        now = time.monotonic()
         self._pending[key] = (key[0], key[1], a.generation, dv.counter, dv.timestamp)
+        self._answered[key] = (self._answered.get(key, (now, now))[0], now)
         if self._flusher is None:
             self._wake = asyncio.Event()  # of the running loop
             self._flusher = asyncio.create_task(self._flush_soon(), name="data-version-flush")
@@ -130,28 +143,34 @@ class UnchangedChunks:
                               generation=a.generation, remembered=True)
 
     async def _flush_soon(self) -> None:
-        """Write what is pending every ``flush_interval`` while there is some (at once when
-        closing)."""
+        """While something is pending, write what is due every half ``flush_interval`` (all
+        of it at once when closing)."""
         try:
             while self._pending:
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.flush_interval):
+                    async with asyncio.timeout(self.flush_interval / 2):
                         await self._wake.wait()
-                await self.flush()
+                await self.flush(due_only=not self._wake.is_set())
         except Exception as exc:  # a background write: the worker keeps serving
             log.warning("pending DataVersions not written", error=str(exc))
         finally:
             self._flusher = None
 
-    async def flush(self, key: Key | None = None) -> None:
-        """Write the pending DataVersions now (only ``key``'s, when given). A store error is
-        logged: the broker's next QUERY_DATA_VERSION then says "changed" and it registers
-        again, as after any lost write."""
-        if key is None:
-            batch, self._pending = list(self._pending.values()), {}
+    async def flush(self, key: Key | None = None, *, due_only: bool = False) -> None:
+        """Write the pending DataVersions now (only ``key``'s, when given; only those due, with
+        ``due_only``). A store error is logged: the broker's next QUERY_DATA_VERSION then says
+        "changed" and it registers again, as after any lost write."""
+        now = time.monotonic()
+        if key is not None:
+            keys = [key] if key in self._pending else []
+        elif due_only:
+            keys = [k for k, (first, last) in self._answered.items()
+                    if now - last >= self.flush_interval or now - first >= self.max_lag]
         else:
-            one = self._pending.pop(key, None)
-            batch = [] if one is None else [one]
+            keys = list(self._pending)
+        batch = [self._pending.pop(k) for k in keys]
+        for k in keys:
+            del self._answered[k]
         for i in range(0, len(batch), FLUSH_BATCH):
             try:
                 await self._write(batch[i:i + FLUSH_BATCH])

@@ -284,3 +284,41 @@ async def test_pending_data_versions_are_written_in_bounded_batches() -> None:
     assert [len(b) for b in batches] == [FLUSH_BATCH, 50]
     assert batches[0][7] == ("c1", "10.0.0.7:10911", 7, 7, 10_007)
     assert memo.answer(("c1", "10.0.0.7:10911"), "meta", "digest", DataVersion()) is None
+
+
+def answering_memo(writes: list[list[Pending]]) -> UnchangedChunks:
+    async def write(batch: list[Pending]) -> int:
+        writes.append(batch)
+        return len(batch)
+
+    memo = UnchangedChunks(write)
+    memo.attach(live=lambda: True)
+    memo.remember(("c1", ADDR), "meta", "digest", RegisterResult(generation=1), memo.ticket(),
+                  120_000)
+    return memo
+
+
+async def test_a_round_s_data_version_is_written_once_when_its_chunks_stop() -> None:
+    writes: list[list[Pending]] = []
+    memo = answering_memo(writes)
+    memo.flush_interval = 0.3
+    for i in range(8):  # a round under load: a chunk every 0.1 s, longer than the interval
+        assert memo.answer(("c1", ADDR), "meta", "digest", DataVersion(i, 100 + i, 0))
+        await asyncio.sleep(0.1)
+    assert writes == []
+    await until(lambda: writes, "the write after the round")
+    await asyncio.sleep(0.4)
+    assert writes == [[("c1", ADDR, 1, 7, 107)]]
+    await memo.close()
+
+
+async def test_a_broker_that_never_pauses_is_written_within_the_max_lag() -> None:
+    writes: list[list[Pending]] = []
+    memo = answering_memo(writes)
+    memo.flush_interval, memo.max_lag = 0.3, 0.5
+    for i in range(12):
+        assert memo.answer(("c1", ADDR), "meta", "digest", DataVersion(i, 100 + i, 0))
+        await asyncio.sleep(0.1)
+    assert writes and writes[0][0][3] < 11  # written while the answers went on
+    await memo.close()
+    assert writes[-1] == [("c1", ADDR, 1, 11, 111)]
