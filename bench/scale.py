@@ -12,7 +12,9 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
   unchanged 5.x split round (chunks of 800, a new DataVersion each), each round started past the
   workers' unchanged-chunk window (as a round 30 s after the last is) and measured until the
-  DataVersions they answered from their memo are written (split_over_whole);
+  DataVersions they answered from their memo are written (split_over_whole), and Redis's own
+  CPU over the round less its idle CPU over as long (split_over_whole_redis_cpu: script time is
+  wall time inside a command, which the cores shared with the workers stretch);
 * departures: two thirds of the brokers close their connections at once (the cascades remove
   their rows) while one more broker sends UNREGISTER_BROKER: its answer time, reads meanwhile,
   and when the last row is gone;
@@ -270,6 +272,11 @@ async def script_usec(client: aioredis.Redis) -> int:
     return sum(int(stats[n]["usec"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
 
 
+async def redis_cpu_ms(client: aioredis.Redis) -> float:
+    stats = await client.info("cpu")
+    return (float(stats["used_cpu_user"]) + float(stats["used_cpu_sys"])) * 1000
+
+
 async def script_calls(client: aioredis.Redis) -> int:
     stats = await client.info("commandstats")
     return sum(int(stats[n]["calls"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
@@ -382,18 +389,36 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
     async def whole_round() -> None:
         await asyncio.gather(*(c.call(register_frame(b, whole, 0)) for b, c in enumerate(conns)))
 
+    async def idle_round() -> None:
+        pass
+
+    # Redis's own CPU over each round, less what it spends idle over as long: script time is
+    # wall time inside a command, which the 2 cores shared with both workers stretch.
+    redis_cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": [],
+                                         "idle": []}
     for _ in range(3):
-        for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round)):
+        for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round),
+                          ("idle", idle_round)):
             # A round starts past the memo's window, as one 30 s after the last does.
             await asyncio.sleep(WINDOW + 0.5)
             before, n = await script_usec(client), await script_calls(client)
+            cpu_before = await redis_cpu_ms(client)
             meter = CpuMeter(pids)
             await run()
             await asyncio.sleep(FLUSH_INTERVAL + 1.0)  # what the memos answered, written
             used = meter.read()
+            redis_cpu[name].append(await redis_cpu_ms(client) - cpu_before)
+            if name == "idle":
+                continue
             samples[name].append((await script_usec(client) - before) / 1000)
             calls[f"{name}_round_script_calls"] = await script_calls(client) - n
             cpu[name].append(sum(v for k, v in used.items() if k.endswith("_cpu_s")))
+    idle = sorted(redis_cpu.pop("idle"))[1]
+    for name, xs in redis_cpu.items():
+        out[f"{name}_round_redis_cpu_ms"] = round(sorted(xs)[1] - idle, 2)
+    out["split_over_whole_redis_cpu"] = round(
+        out["split_unchanged_round_redis_cpu_ms"]
+        / max(out["whole_unchanged_round_redis_cpu_ms"], 1e-3), 2)
     out.update(calls)
     for name, xs in cpu.items():
         out[f"{name}_round_cpu_s_redis_and_workers"] = round(sorted(xs)[len(xs) // 2], 2)

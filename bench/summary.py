@@ -121,6 +121,8 @@ FIGURES: tuple[Figure, ...] = (
            ("nsfleet", "storm", "reads_during_ms", "failed"), 0.0),
     Figure("60 x 10k: unchanged split round / unchanged whole round, Redis time", "scale",
            ("nsfleet", "rounds", "split_over_whole"), 2.0, unit="x"),
+    Figure("60 x 10k: the same, Redis's own CPU less idle", "scale",
+           ("nsfleet", "rounds", "split_over_whole_redis_cpu"), 2.0, unit="x"),
     Figure("60 x 10k: Redis bytes per queue row", "scale",
            ("nsfleet", "memory", "bytes_per_row"), 300.0, unit="B"),
     Figure("60 x 10k: 40 brokers' connections closing at once, an UNREGISTER_BROKER meanwhile "
