@@ -107,6 +107,10 @@ class Metrics:
         self.topics_dropped = Counter("nsfleet_registered_topics_dropped",
                                       "Topics of broker registrations that could not be stored",
                                       registry=r)
+        self.registrations_from_memo = Counter(
+            "nsfleet_registrations_from_memo",
+            "Registrations answered from the worker's memo of registrations proven unchanged "
+            "(the rest of a 5.x split round), with no Redis call", registry=r)
         self.route_cache = Counter("nsfleet_route_cache", "Route cache lookups", ["result"],
                                    registry=r)
         self.stale_answers = Counter("nsfleet_stale_answers",

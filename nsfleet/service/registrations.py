@@ -55,7 +55,9 @@ class Registrations(ServicePart):
                 delete_absent_topics=(self.config.flag("deleteTopicWithBrokerRegistration")
                                       and not reg.topic_queue_mappings),
                 return_order_conf=return_kv, connection=connection)
-            if not result.remembered:  # a memo's answer wrote nothing to read back
+            if result.remembered:  # a memo's answer wrote nothing to read back
+                self.metrics.registrations_from_memo.inc()
+            else:
                 self._cache.store_answered()
                 await self._cache.feed.sync()
         except StoreUnavailable:  # answered as an error, replayed when the store is back

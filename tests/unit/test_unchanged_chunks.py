@@ -123,6 +123,9 @@ async def test_an_unchanged_split_round_costs_a_probe_and_a_flush(
     assert await store.redis.pttl(row) > 100_000
     assert await routes_every_topic(store)
     assert await ns.query_data_version("c1", ADDR, last) == (False, last)
+    # Every chunk the memo answered is counted (rounds 1 and 2 went to Redis).
+    assert ns.metrics.registry.get_sample_value(
+        "nsfleet_registrations_from_memo_total") == len(regs) - 1
 
 
 async def test_a_chunk_after_the_window_goes_to_redis(
