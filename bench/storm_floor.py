@@ -16,7 +16,10 @@ by Redis itself (INFO commandstats: EVALSHA usec, so client and socket costs are
   variadic SADD each per chunk), ``+revs`` (``P:rev:topic:<t>``: one MSET per chunk, and the
   change message);
 * ``nsfleet``: the real thing, RouteStore.register_broker (register_broker.lua's head,
-  register_topics.lua per chunk, register_commit.lua), every script call counted.
+  register_topics.lua per chunk, register_commit.lua), every script call counted;
+* ``rows6+topic-sadd`` once more as native commands, a MULTI of 800 rows at a time: Redis's CPU
+  per row beside the Lua variant's shows what redis.call costs on top of the commands (no
+  script time: compare ``redis_cpu_us_per_row``).
 
 Rounds alternate the variants and medians are kept; each figure is also given as a ratio to
 ``rows4`` measured in the same run, since this machine is shared. Writes
@@ -33,6 +36,7 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +77,7 @@ REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
         "sets[#sets + 1] = rev end redis.call('MSET', unpack(sets)) "
         "redis.call('PUBLISH', P..':changes', rev..' '..table.concat(rows, ','))")
 
+NATIVE = "rows6+topic-sadd as native commands in a MULTI"
 VARIANTS: dict[str, tuple[str, str]] = {
     "rows4": (HSET4, ""),
     "rows4+topic-sadd+chunk-list": (f"{HSET4} {TOPIC_SADD}", CHUNK_LIST),
@@ -104,33 +109,64 @@ async def used_memory(client: aioredis.Redis) -> int:
     return int((await client.info("memory"))["used_memory"])
 
 
-async def variant(client: aioredis.Redis, src: str, brokers: int, table: list[str]
-                  ) -> tuple[float, float]:
-    """Seconds of Redis script time and bytes of memory for brokers x topics rows."""
-    await client.execute_command("FLUSHALL", "SYNC")
-    sha = await client.script_load(src)
-    base_mem = await used_memory(client)
-    await client.config_resetstat()
-    for b in range(brokers):
-        for i, text in enumerate(table):
-            await client.evalsha(sha, 1, P, text, f"broker-{b:03d}", str(i))
-    return await script_usec(client) / 1e6, await used_memory(client) - base_mem
+async def redis_cpu_s(client: aioredis.Redis) -> float:
+    stats = await client.info("cpu")
+    return float(stats["used_cpu_user"]) + float(stats["used_cpu_sys"])
 
 
-async def nsfleet(client: aioredis.Redis, brokers: int, topics: int) -> tuple[float, float, int]:
-    """The real registration path, without a worker: script seconds, memory, script calls."""
+async def measured(client: aioredis.Redis, write: Callable[[], Awaitable[None]]
+                   ) -> tuple[float, float, float]:
+    """Seconds of Redis script time, seconds of Redis CPU and bytes of memory that ``write``
+    cost, from an empty Redis."""
     await client.execute_command("FLUSHALL", "SYNC")
-    store = RouteStore(client, "bench")
-    configs = tuple(TopicConfig(f"Topic-{i:05d}", 8, 8, 6) for i in range(topics))
     base_mem = await used_memory(client)
     await client.config_resetstat()
-    for b in range(brokers):
-        await store.register_broker(BrokerRegistration(
-            "DefaultCluster", f"10.0.{b // 250}.{b % 250}:10911", f"broker-{b:03d}", 0,
-            data_version=DataVersion(1, 1_700_000_000_000, 0), topic_configs=configs))
-    stats = await client.info("commandstats")
-    calls = sum(int(stats[n]["calls"]) for n in ("cmdstat_evalsha", "cmdstat_eval") if n in stats)
-    return await script_usec(client) / 1e6, await used_memory(client) - base_mem, calls
+    cpu = await redis_cpu_s(client)
+    await write()
+    return (await script_usec(client) / 1e6, await redis_cpu_s(client) - cpu,
+            await used_memory(client) - base_mem)
+
+
+def lua_variant(client: aioredis.Redis, src: str, brokers: int, table: list[str]
+                ) -> Callable[[], Awaitable[None]]:
+    async def write() -> None:
+        sha = await client.script_load(src)
+        for b in range(brokers):
+            for i, text in enumerate(table):
+                await client.evalsha(sha, 1, P, text, f"broker-{b:03d}", str(i))
+    return write
+
+
+def native_variant(client: aioredis.Redis, brokers: int, topics: int
+                   ) -> Callable[[], Awaitable[None]]:
+    """``rows6+topic-sadd`` as native commands, a MULTI of 800 rows at a time: what Lua's
+    redis.call costs beside Redis's own work per command (compare their Redis CPU)."""
+    async def write() -> None:
+        for b in range(brokers):
+            name = f"broker-{b:03d}"
+            for start in range(0, topics, CHUNK):
+                pipe = client.pipeline(transaction=True)
+                for i in range(start, min(start + CHUNK, topics)):
+                    t = f"Topic-{i:05d}"
+                    pipe.hset(f"{P}:queue:{t}:{name}", mapping={
+                        "topic": t, "brokerName": name, "readQueueNums": "8",
+                        "writeQueueNums": "8", "perm": "6", "topicSysFlag": "0"})
+                    pipe.sadd(f"{P}:idx:topic:{t}", name)
+                await pipe.execute()
+    return write
+
+
+def nsfleet_registrations(client: aioredis.Redis, brokers: int, topics: int
+                          ) -> Callable[[], Awaitable[None]]:
+    """The real registration path, without a worker."""
+    async def write() -> None:
+        store = RouteStore(client, "bench")
+        configs = tuple(TopicConfig(f"Topic-{i:05d}", 8, 8, 6) for i in range(topics))
+        for b in range(brokers):
+            await store.register_broker(BrokerRegistration(
+                "DefaultCluster", f"10.0.{b // 250}.{b % 250}:10911", f"broker-{b:03d}", 0,
+                data_version=DataVersion(1, 1_700_000_000_000, 0), topic_configs=configs))
+    return write
 
 
 async def main() -> None:
@@ -141,41 +177,52 @@ async def main() -> None:
     args = parser.parse_args()
     rows = args.brokers * args.topics
     table = chunks(args.topics)
-    seconds: dict[str, list[float]] = {}
-    memory: dict[str, list[float]] = {}
+    samples: dict[str, list[tuple[float, float, float]]] = {}
     calls = 0
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp), appendonly=False) as server:
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
+        writes = {name: lua_variant(client, LOOP % (body, after), args.brokers, table)
+                  for name, (body, after) in VARIANTS.items()}
+        writes[NATIVE] = native_variant(client, args.brokers, args.topics)
+        writes["nsfleet"] = nsfleet_registrations(client, args.brokers, args.topics)
         for rnd in range(args.rounds):
-            for name, (body, after) in VARIANTS.items():
-                s, m = await variant(client, LOOP % (body, after), args.brokers, table)
-                seconds.setdefault(name, []).append(s)
-                memory.setdefault(name, []).append(m)
-            s, m, calls = await nsfleet(client, args.brokers, args.topics)
-            seconds.setdefault("nsfleet", []).append(s)
-            memory.setdefault("nsfleet", []).append(m)
+            for name, write in writes.items():
+                samples.setdefault(name, []).append(await measured(client, write))
+            stats = await client.info("commandstats")  # of the last write: nsfleet's
+            calls = sum(int(stats[n]["calls"]) for n in ("cmdstat_evalsha", "cmdstat_eval")
+                        if n in stats)
             print(f"round {rnd + 1}/{args.rounds} done", flush=True)
         await client.aclose()
-    floor = statistics.median(seconds["rows4"])
+
+    def median(name: str, i: int) -> float:
+        return statistics.median(x[i] for x in samples[name])
+
+    floor = median("rows4", 0)
     figures: dict[str, Any] = {}
-    for name in seconds:
-        s, m = statistics.median(seconds[name]), statistics.median(memory[name])
+    for name in samples:
+        s, cpu, m = median(name, 0), median(name, 1), median(name, 2)
         figures[name] = {
-            "us_per_row": round(s / rows * 1e6, 2),
-            "seconds_at_600k_rows": round(s / rows * 600_000, 2),
+            "us_per_row": round(s / rows * 1e6, 2) if s else None,
+            "seconds_at_600k_rows": round(s / rows * 600_000, 2) if s else None,
+            "redis_cpu_us_per_row": round(cpu / rows * 1e6, 2),
             "bytes_per_row": round(m / rows, 1),
-            "over_rows4": round(s / floor, 2),
+            "over_rows4": round(s / floor, 2) if s else None,
         }
-        print(f"{name:46s} {figures[name]['us_per_row']:6.2f} us/row  "
-              f"{figures[name]['seconds_at_600k_rows']:5.2f} s at 600k rows  "
-              f"{figures[name]['bytes_per_row']:6.1f} B/row  x{figures[name]['over_rows4']}")
+        f = figures[name]
+        print(f"{name:46s} {f['us_per_row'] or 0:6.2f} us/row  "
+              f"{f['seconds_at_600k_rows'] or 0:5.2f} s at 600k rows  "
+              f"cpu {f['redis_cpu_us_per_row']:6.2f} us/row  "
+              f"{f['bytes_per_row']:6.1f} B/row  x{f['over_rows4']}")
     results = new_results(args)
     results.update({
         "rows": rows,
         "chunk_rows": CHUNK,
         "timed_by": "Redis INFO commandstats (EVALSHA usec): Redis time only, no client",
         "nsfleet_script_calls": calls,
+        "native_over_lua_redis_cpu": round(
+            figures[NATIVE]["redis_cpu_us_per_row"]
+            / figures["rows6+topic-sadd"]["redis_cpu_us_per_row"], 2),
         "variants": figures,
     })
     write_results("storm_floor", results)
