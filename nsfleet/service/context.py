@@ -40,6 +40,11 @@ class ServicePart:
         """Run a write, then wait until this worker's cache has applied every change it
         published, so the next read here sees the write (read your writes)."""
         result = await write
+        await self._synced()
+        return result
+
+    async def _synced(self) -> None:
+        """After a write that succeeded: until this worker's cache has applied every change it
+        published."""
         self._cache.store_answered()
         await self._cache.feed.sync()
-        return result

@@ -58,8 +58,7 @@ class Registrations(ServicePart):
             if result.remembered:  # a memo's answer wrote nothing to read back
                 self.metrics.registrations_from_memo.inc()
             else:
-                self._cache.store_answered()
-                await self._cache.feed.sync()
+                await self._synced()
         except StoreUnavailable:  # answered as an error, replayed when the store is back
             if could_be_live(reg.cluster, reg.addr):
                 self._outage.backlog.registration(reg, connection,

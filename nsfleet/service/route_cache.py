@@ -173,9 +173,7 @@ class RouteCache:
     def _invalidate_all(self) -> None:
         """Anything may have changed (the feed broke or lagged): drop every route, and have the
         NamesrvConfig read again, since a config announcement may have been missed too."""
-        self._unchanged.clear()
-        self._seq += 1
-        self._cleared_at = self._seq
+        self._fence_fills()
         self._entries.clear()
         self._announced += 1
         self._last_answers.clear()

@@ -69,9 +69,9 @@ class UnchangedChunks:
         self.flush_interval = FLUSH_INTERVAL
         self.max_lag = MAX_LAG
         self._entries: dict[Key, _Entry] = {}
-        self._pending: dict[Key, Pending] = {}
-        # time.monotonic() of each pending broker's first and last answer not yet written
-        self._answered: dict[Key, tuple[float, float]] = {}
+        # Each broker's pending DataVersion, with time.monotonic() of the first and the last
+        # answer not yet written.
+        self._pending: dict[Key, tuple[Pending, float, float]] = {}
         self._clears = 0
         self._live: Callable[[], bool] = lambda: False
         self._flusher: asyncio.Task[None] | None = None
@@ -97,14 +97,12 @@ class UnchangedChunks:
         """A registration of the broker goes to Redis: it writes its own DataVersion, which
         supersedes the pending one."""
         self._pending.pop(key, None)
-        self._answered.pop(key, None)
 
     def forget(self, key: Key) -> None:
         """A registration of the broker went to Redis and was not proven unchanged, or the
         broker leaves through this worker: its entry and pending DataVersion go."""
         self._entries.pop(key, None)
         self._pending.pop(key, None)
-        self._answered.pop(key, None)
 
     def remember(self, key: Key, meta: Hashable, digest: str, answer: RegisterResult,
                  ticket: int, timeout_ms: int) -> None:
@@ -133,8 +131,9 @@ class UnchangedChunks:
             return None
         a = entry.answer
         now = time.monotonic()
-        self._pending[key] = (key[0], key[1], a.generation, dv.counter, dv.timestamp)
-        self._answered[key] = (self._answered.get(key, (now, now))[0], now)
+        first = self._pending[key][1] if key in self._pending else now
+        self._pending[key] = ((key[0], key[1], a.generation, dv.counter, dv.timestamp),
+                              first, now)
         if self._flusher is None:
             self._wake = asyncio.Event()  # of the running loop
             self._flusher = asyncio.create_task(self._flush_soon(), name="data-version-flush")
@@ -164,13 +163,11 @@ class UnchangedChunks:
         if key is not None:
             keys = [key] if key in self._pending else []
         elif due_only:
-            keys = [k for k, (first, last) in self._answered.items()
+            keys = [k for k, (_, first, last) in self._pending.items()
                     if now - last >= self.flush_interval or now - first >= self.max_lag]
         else:
             keys = list(self._pending)
-        batch = [self._pending.pop(k) for k in keys]
-        for k in keys:
-            del self._answered[k]
+        batch = [self._pending.pop(k)[0] for k in keys]
         for i in range(0, len(batch), FLUSH_BATCH):
             try:
                 await self._write(batch[i:i + FLUSH_BATCH])
