@@ -34,17 +34,17 @@ from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
 
-# Key types (the first component after the namespace prefix, two for indexes and revs) by what
+# Key types (the first component after the namespace prefix, two for indexes) by what
 # they scale with; docs/key-schema.md lists them all.
 PER_BROKER = ("broker", "group", "idx:reg", "idx:members", "idx:member-clusters", "idx:conns",
               "idx:filters", "idx:cluster", "idx:deadlines")
 PER_ROW = ("queue", "idx:topic", "idx:broker-topics")
-PER_TOPIC = ("idx:topics", "rev:topic", "idx:mappings")
+PER_TOPIC = ("idx:topics", "idx:mappings")
 
 
 def key_type(rest: str) -> str:
     parts = rest.split(":")
-    return ":".join(parts[:2]) if parts[0] in ("idx", "rev") and len(parts) > 1 else parts[0]
+    return ":".join(parts[:2]) if parts[0] == "idx" and len(parts) > 1 else parts[0]
 
 
 def registration(i: int, topics: int, share: int) -> BrokerRegistration:

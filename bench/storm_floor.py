@@ -13,8 +13,10 @@ by Redis itself (INFO commandstats: EVALSHA usec, so client and socket costs are
 * nsfleet's layout, built up write by write: ``rows6`` (the row hash with its identifying
   fields, what spark-redis reads), ``+topic-sadd`` (``P:idx:topic:<t>``, the route index),
   ``+broker-and-topic-lists`` (``P:idx:broker-topics:<name>`` and ``P:idx:topics``, one
-  variadic SADD each per chunk), ``+revs`` (``P:rev:topic:<t>``: one MSET per chunk, and the
-  change message);
+  variadic SADD each per chunk), ``+change-message`` (INCR ``P:rev`` and the message naming the
+  chunk's topics: what nsfleet writes), and beside it ``+revs-per-topic``, what nsfleet wrote
+  before issue 32's last change (a counter key ``P:rev:topic:<t>`` per topic, one MSET per
+  chunk, then the message);
 * ``nsfleet``: the real thing, RouteStore.register_broker (register_broker.lua's head,
   register_topics.lua per chunk, register_commit.lua), every script call counted;
 * ``rows6+topic-sadd`` once more as native commands, a MULTI of 800 rows at a time: Redis's CPU
@@ -72,6 +74,8 @@ TOPIC_SADD = "redis.call('SADD', P..':idx:topic:'..t, name)"
 CHUNK_LIST = ("redis.call('HSET', P..':idx:chunks:'..name, ARGV[3], table.concat(rows, ','))")
 LISTS = ("redis.call('SADD', P..':idx:broker-topics:'..name, unpack(rows)) "
          "redis.call('SADD', P..':idx:topics', unpack(rows))")
+MESSAGE = ("redis.call('PUBLISH', P..':changes', "
+           "redis.call('INCR', P..':rev')..' '..table.concat(rows, ','))")
 REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
         "for _, t in ipairs(rows) do sets[#sets + 1] = P..':rev:topic:'..t "
         "sets[#sets + 1] = rev end redis.call('MSET', unpack(sets)) "
@@ -89,7 +93,10 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "rows6": (HSET6, ""),
     "rows6+topic-sadd": (f"{HSET6} {TOPIC_SADD}", ""),
     "rows6+topic-sadd+broker-and-topic-lists": (f"{HSET6} {TOPIC_SADD}", LISTS),
-    "rows6+topic-sadd+broker-and-topic-lists+revs": (f"{HSET6} {TOPIC_SADD}", f"{LISTS} {REVS}"),
+    "rows6+topic-sadd+broker-and-topic-lists+change-message": (f"{HSET6} {TOPIC_SADD}",
+                                                               f"{LISTS} {MESSAGE}"),
+    "rows6+topic-sadd+broker-and-topic-lists+revs-per-topic": (f"{HSET6} {TOPIC_SADD}",
+                                                               f"{LISTS} {REVS}"),
 }
 
 

@@ -42,7 +42,7 @@ def _script_time_longest(data: dict[str, Any]) -> float:
 def _storm_over_floor(data: dict[str, Any]) -> float:
     variants = data["variants"]
     return variants["nsfleet"]["us_per_row"] / \
-        variants["rows6+topic-sadd+broker-and-topic-lists+revs"]["us_per_row"]
+        variants["rows6+topic-sadd+broker-and-topic-lists+change-message"]["us_per_row"]
 
 
 CONTENTION_MODES = {"cache_off": "cache off, readers saturating",

@@ -11,8 +11,8 @@
     ARGV[2] "1" = include orderTopicConf (orderMessageEnable)
   Output:
     {"none"} when there is no queue data or no live group (TOPIC_NOT_EXIST), else
-    {"ok", rev, orderTopicConf|"", ttl, mappings, group1, group2, ...}
-      rev   the topic's change counter; ttl: ms until the first listed member's deadline
+    {"ok", orderTopicConf|"", ttl, mappings, group1, group2, ...}
+      ttl   ms until the first listed member's deadline
       mappings = {bname1, TopicQueueMappingInfo JSON, ...} (static topics; {} for others)
       group = {brokerName, cluster, enableActingMaster, zoneName, readQueueNums, writeQueueNums,
                perm, topicSysFlag, {id1, addr1, ...}, {addr, "f1<newline>f2", ...}}
@@ -23,7 +23,7 @@ local topic = ARGV[1]
 local names = rcall('SMEMBERS', k_topic(topic))
 if #names == 0 then return {'none'} end
 table.sort(names)
-local reply = {'ok', '', '', -1, rcall('HGETALL', k_mappings(topic))}
+local reply = {'ok', '', -1, rcall('HGETALL', k_mappings(topic))}
 local min_ttl = -1
 for _, name in ipairs(names) do
   local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
@@ -58,8 +58,7 @@ for _, name in ipairs(names) do
     end
   end
 end
-if #reply == 5 then return {'none'} end
-reply[2] = rcall('GET', k_topic_rev(topic)) or '0'
-if ARGV[2] == '1' then reply[3] = rcall('HGET', KEYS[2], topic) or '' end
-reply[4] = min_ttl
+if #reply == 4 then return {'none'} end
+if ARGV[2] == '1' then reply[2] = rcall('HGET', KEYS[2], topic) or '' end
+reply[3] = min_ttl
 return reply

@@ -1,15 +1,14 @@
 --[[
-  Some topics' queue data with their change counters, for the console's topic summary (GET
-  /v1/topics/summary): a worker keeps the rows of every topic by the topic's rev and reads again
-  only the topics whose rev moved (a queue row never changes without its topic's rev). A read;
-  the caller passes a bounded number of topics per call so that it stays short.
+  Some topics' queue data, for the console's topic summary (GET /v1/topics/summary): a worker
+  keeps the rows of every topic and reads again only the topics a change message named (a queue
+  row never changes without its topic being announced). A read; the caller passes a bounded
+  number of topics per call so that it stays short.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[1..n] topics
   Output:
-    {"ok", {topic, rev, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
-     brokerName, ...}}, ...}: one entry per topic, in ARGV's order; rev "0" for a topic never
-     changed (or gone), whose rows are then none
+    {"ok", {topic, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
+     brokerName, ...}}, ...}: one entry per topic, in ARGV's order (no rows: the topic is gone)
 ]]
 --- @include "keys"
 
@@ -27,6 +26,6 @@ for _, topic in ipairs(ARGV) do
       rows[#rows + 1] = q[4] or '0'
     end
   end
-  out[#out + 1] = {topic, rcall('GET', k_topic_rev(topic)) or '0', rows}
+  out[#out + 1] = {topic, rows}
 end
 return out

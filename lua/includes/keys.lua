@@ -29,7 +29,6 @@ local function k_cleanup(name) return P .. ':idx:cleanup:' .. name end
 local function k_perm_clears() return P .. ':idx:perm-clears' end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
-local function k_topic_rev(topic) return P .. ':rev:topic:' .. topic end
 local function k_changes() return P .. ':changes' end
 local function live_member(cluster, addr) return cluster .. '\t' .. addr end
 

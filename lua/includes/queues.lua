@@ -9,6 +9,9 @@
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
 
+-- What a fresh group's row reads as (one table, not one per row).
+local NO_ROW = {}
+
 -- Write `topics` ({{topic, readQueueNums, writeQueueNums, perm, topicSysFlag}, ...}, the numbers
 -- as decimal strings, stored as they come) as group
 -- `name`'s queue data: every topic when `force` (a first registration or a changed
@@ -30,7 +33,7 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
     if force or rcall('EXISTS', qk) == 0 then
       local rq, wq, p, flag = e[2], e[3], e[4], e[5]
       if clear_write and writeable(tonumber(p)) then p = fmt(tonumber(p) - 2) end
-      local cur = fresh and {} or
+      local cur = fresh and NO_ROW or
         rcall('HMGET', qk, 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
       if cur[1] ~= rq or cur[2] ~= wq or cur[3] ~= p or cur[4] ~= flag then
         rcall('HSET', qk, 'topic', topic, 'brokerName', name, 'readQueueNums', rq,
@@ -43,7 +46,7 @@ local function write_queues(name, topics, mappings, force, clear_write, fresh)
         else
           rewritten = rewritten + 1
         end
-        touch_written(topic)
+        touch_topic(topic)
       end
     end
   end

@@ -38,6 +38,9 @@ class ChangeFollower:
         self.on_lost = on_lost
         self.enabled = enabled
         self.subscribed = False
+        # P:rev as of the last change delivered (or read right after subscribing): every change
+        # up to it has been handed on.
+        self.rev = 0
         self.closing = False
         self._task: asyncio.Task[None] | None = None
         self._id = uuid.uuid4().hex
@@ -65,7 +68,9 @@ class ChangeFollower:
                 async with self.store.changes.subscribe() as subscription:
                     # Subscribed first: every change after this is delivered, so the marker
                     # read next accounts for everything before it.
-                    self.outage.resume(await self.store.view_marker())
+                    marker = await self.store.view_marker()
+                    self.rev = marker.rev
+                    self.outage.resume(marker)
                     self.subscribed = True
                     while not self.closing:
                         change = await subscription.next(wait=1.0)
@@ -87,6 +92,7 @@ class ChangeFollower:
                 self.outage.check_bound()
 
     def _deliver(self, change: Change) -> None:
+        self.rev = max(self.rev, change.rev)
         self.outage.changed(change.rev)
         if change.sync_token is None:
             self.apply(change)

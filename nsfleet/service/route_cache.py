@@ -101,6 +101,9 @@ class RouteCache:
         self.on_config_change: list[asyncio.Event] = []
         # Told about every broker the sweep expires (cluster, addr), on any worker.
         self.on_expired: list[Callable[[str, str], None]] = []
+        # Told whenever this cache drops a topic's route (None: every route, or no read in
+        # flight may keep what it read): what else keeps data by topic stays coherent with it.
+        self.on_routes_changed: list[Callable[[str | None], None]] = []
         # The store's memo of unchanged registrations is coherent through this feed: it answers
         # only while the feed is live, and is cleared wherever this cache is (``_forget_all``).
         self._unchanged = store.unchanged_chunks
@@ -129,6 +132,8 @@ class RouteCache:
         self._unchanged.clear()
         self._seq += 1
         self._cleared_at = self._seq
+        for callback in self.on_routes_changed:
+            callback(None)
 
     def _reread_config(self) -> None:
         for event in self.on_config_change:
@@ -169,6 +174,8 @@ class RouteCache:
         self._entries.pop((topic, False), None)
         self._entries.pop((topic, True), None)
         self.watchers.topic_changed(topic)
+        for callback in self.on_routes_changed:
+            callback(topic)
 
     def _invalidate_all(self) -> None:
         """Anything may have changed (the feed broke or lagged): drop every route, and have the

@@ -31,19 +31,17 @@ class RouteAnswer:
     """A topic's route as served, with its encodings memoised per cache entry."""
 
     route: TopicRouteData
-    rev: int
     expires: float  # time.monotonic() when it may change with no announcement (a deadline)
     _memo: dict[str, bytes]
 
     @property
     def etag(self) -> str:
-        """Changes whenever the answered bytes change: the topic's change counter plus a digest
-        of the body (a route changes shape at a member's deadline with no counter moving)."""
+        """Changes whenever the answered bytes change, and only then: a digest of the body, the
+        same on every worker."""
         tag = self._memo.get("etag")  # memoised with the body: hashing 10 KB per read shows
         if tag is None:
             body = self.encoded("standard-json", standard_route_json)
-            tag = self._memo["etag"] = (
-                f"{self.rev}-{hashlib.blake2b(body, digest_size=8).hexdigest()}".encode())
+            tag = self._memo["etag"] = hashlib.blake2b(body, digest_size=8).hexdigest().encode()
         return tag.decode()
 
     def encoded(self, encoding: str, encode: Callable[[TopicRouteData], bytes]) -> bytes:
@@ -57,7 +55,7 @@ class RouteReads(ServicePart):
     def __init__(self, ctx: ServiceContext, *, started: float) -> None:
         super().__init__(ctx)
         self.started = started  # time.monotonic() of the worker's start (needWaitForService)
-        self._topic_summary = TopicSummary(ctx.store)
+        self._topic_summary = TopicSummary(ctx.store, ctx.cache)
 
     def _check_ready(self) -> None:
         """needWaitForService: routes are refused for waitSecondsForService after start."""
@@ -95,7 +93,7 @@ class RouteReads(ServicePart):
         memo_key = "acting" if self.config.flag("supportActingMaster") else "plain"
         if memo_key == "acting":
             route = apply_acting_master(route, topic)
-        return RouteAnswer(route, entry.read.rev, entry.expires,
+        return RouteAnswer(route, entry.expires,
                            entry.encoded.setdefault(memo_key, {}))
 
     async def cluster_info(self) -> ClusterInfo:

@@ -46,7 +46,7 @@ Indexes (never under a row-table prefix)::
   P:idx:perm-clears              hash   brokerName -> SSCAN cursor: acting-master groups whose
                                         write perm is still being cleared in chunks
   P:seq                          string registration generation counter (fencing)
-  P:rev, P:rev:topic:<topic>     string change counters (ETag, long-poll, cache invalidation)
+  P:rev                          string change counter (long-poll, a worker's view marker)
   P:changes                      pub/sub channel "<rev> <topic,topic|*>" after every change,
                                         plus "0 @config", "0 @expired:..." and
                                         "0 @sync:<worker>:<n>" (format: change_feed.py)
@@ -177,9 +177,6 @@ class Keys:
     @property
     def rev(self) -> str:
         return f"{self.prefix}:rev"
-
-    def topic_rev(self, topic: str) -> str:
-        return f"{self.prefix}:rev:topic:{topic}"
 
     @property
     def changes(self) -> str:

@@ -36,7 +36,6 @@ class RouteRead(msgspec.Struct, gc=False):
     garbage collector, as the route is: see nsfleet.domain.model)."""
 
     route: TopicRouteData
-    rev: int  # the topic's change counter (ETag)
     ttl_ms: int  # until the first listed member's deadline; the route may change then
 
 
@@ -91,7 +90,7 @@ class TableReads(ScriptCaller):
                                         [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status is Status.NONE:
             return None
-        rev, order_topic_conf, ttl, mappings, *groups = rest
+        order_topic_conf, ttl, mappings, *groups = rest
         route = TopicRouteData(order_topic_conf=order_topic_conf or None,
                                topic_queue_mapping_by_broker={
                                    bname: topic_queue_mapping_info(json.loads(info), bname)
@@ -102,7 +101,7 @@ class TableReads(ScriptCaller):
                                                  acting == "true", zone or None))
             for addr, fs in pairs(filters).items():
                 route.filter_server_table[addr] = fs.split("\n")
-        return RouteRead(route, int(rev), int(ttl))
+        return RouteRead(route, int(ttl))
 
     async def rev(self) -> int:
         return int(await self.redis.get(self.keys.rev) or 0)

@@ -1,8 +1,10 @@
 """Property-based stateful test: random register / unregister / heartbeat / expire / delete-topic /
 register-topic / wipe & add perm sequences run against RouteStore and against the pure-Python model
 of the Java tables (route_model.py). After every step the routes of every topic in the pool,
-cluster info and the topic list must agree with the model, every route change must come with a
-fresh change counter, and no orphan index entry may exist in Redis (invariants.py).
+cluster info and the topic list must agree with the model, every change of a topic's route or
+queue rows must be announced on the change feed (its topic named, or "*"; what the workers' route
+caches and topic summaries rely on) with a fresh change counter, and no orphan index entry may
+exist in Redis (invariants.py).
 
 The universe is small on purpose: two clusters, three broker groups (g3 in cluster c2 reuses g1's
 addresses, so (cluster, addr) keys collide only by address), five topics. Every brokerName stays
@@ -32,6 +34,7 @@ from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
+from nsfleet.store.change_feed import parse
 from tests.support.invariants import orphans
 from tests.support.route_model import RouteModel
 
@@ -87,11 +90,16 @@ class StoreMachine(RuleBasedStateMachine):
         self.seen_routes: list[Any] = [None] * len(TOPICS)
         self.seen_tables: Any = ({"brokerAddrTable": {}, "clusterAddrTable": {}}, [])
         self.seen_rev = 0
+        self.seen_rows: list[Any] = [()] * len(TOPICS)
+        self.checks = 0
+        self.pubsub = self.redis.pubsub()
+        self.run(self.pubsub.subscribe(self.store.keys.changes))
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
 
     def teardown(self) -> None:
+        self.run(self.pubsub.aclose())
         self.run(self.redis.aclose())
         self.loop.close()
 
@@ -262,15 +270,41 @@ class StoreMachine(RuleBasedStateMachine):
         assert tables == (model.cluster_info().to_dict(), model.all_topics())
         assert await orphans(self.redis, store.keys) == []
 
-        # Change counters: a route that changed carries a rev newer than the last one seen, and
-        # any change to a route or to the cluster tables bumped the global rev.
+        # Announcements: a topic whose route or queue rows changed was named by a change message
+        # (or "*" came), and any change to a route or to the cluster tables bumped the rev.
+        rows = [r.queues for r in await store.topic_overview.rows(TOPICS)]
+        named, everything = await self._announced()
+        for topic, route, seen, now, before in zip(TOPICS, routes, self.seen_routes, rows,
+                                                   self.seen_rows, strict=True):
+            if route != seen or now != before:
+                assert everything or topic in named, (topic, route, seen, now, before)
         rev = await store.rev()
-        for read, route, seen in zip(reads, routes, self.seen_routes, strict=True):
-            if read is not None and route != seen:
-                assert read.rev > self.seen_rev, (route, seen)
         if routes != self.seen_routes or tables != self.seen_tables:
             assert rev > self.seen_rev
         self.seen_routes, self.seen_tables, self.seen_rev = routes, tables, rev
+        self.seen_rows = rows
+
+    async def _announced(self) -> tuple[set[str], bool]:
+        """The topics the change messages since the last check named, and whether one said
+        "*": read up to a marker published now (a subscriber gets messages in order)."""
+        self.checks += 1
+        marker = f"0 @sync:check-{self.checks}"
+        await self.redis.publish(self.store.keys.changes, marker)
+        named: set[str] = set()
+        everything = False
+        deadline = self.loop.time() + 5.0
+        while True:
+            assert self.loop.time() < deadline, "the check's marker never came back"
+            # None for the subscription's own confirmation, which is skipped.
+            msg = await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            if msg is None:
+                continue
+            data = msg["data"].decode() if isinstance(msg["data"], bytes) else msg["data"]
+            if data == marker:
+                return named, everything
+            change = parse(data)
+            named.update(change.topics)
+            everything = everything or change.all_routes
 
 
 SETTINGS = settings(max_examples=100, stateful_step_count=30, deadline=None, database=None,

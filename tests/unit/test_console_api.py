@@ -185,3 +185,88 @@ async def test_topic_summary_reads_again_only_the_topics_that_changed(
     calls = len(asked)
     await _json(await client.put("/v1/kv/other/k", json={"value": "v"}), 200)  # no topic moved
     assert (await summary()) == topics and len(asked) == calls
+
+
+async def test_topic_summary_shows_a_change_made_through_another_worker_at_once(
+        client: TestClient, http_store: RouteStore) -> None:
+    # The summary keeps its rows by the change feed; a write through another worker reaches this
+    # one as a message, and an answer first waits until the feed has delivered every change
+    # P:rev counts, so the kept rows of T1 are not served after it.
+    await _register(client)
+
+    async def perm_of_t1() -> int:
+        body = await _json(await client.get("/v1/topics/summary"), 200)
+        (t1,) = [t for t in body["topics"] if t["topic"] == "T1"]
+        return int(t1["queues"][0][3])
+
+    assert await perm_of_t1() == 6
+    await http_store.wipe_write_perm("broker-a")  # not this worker's NameServer: no sync
+    assert await perm_of_t1() == 4
+    await http_store.add_write_perm("broker-a")
+    assert await perm_of_t1() == 6
+
+
+async def test_topic_summary_keeps_no_rows_read_while_their_topic_changed(
+        client: TestClient, http_store: RouteStore, ns: NameServer, monkeypatch: Any) -> None:
+    await _register(client)
+    await _register(client, BROKER_B)
+    overview = http_store.topic_overview
+    read_rows = overview.rows
+    asked: list[list[str]] = []
+    inject = [True]
+
+    async def change_mid_fill(topics: list[str]) -> Any:
+        asked.append(list(topics))
+        rows = await read_rows(topics)
+        if inject[0] and "TBW102" in topics:
+            # TBW102 (and broker-b's other writable topics) change after their rows were read
+            # and before the fill ends; the message reaches this worker while it is in flight.
+            inject[0] = False
+            rev = await http_store.wipe_write_perm("broker-b")
+            assert rev
+            for _ in range(100):
+                if ns._cache.feed.rev >= await http_store.rev():
+                    break
+                await asyncio.sleep(0.01)
+        return rows
+
+    monkeypatch.setattr(overview, "rows", change_mid_fill)
+
+    async def summary() -> dict[str, Any]:
+        body = await _json(await client.get("/v1/topics/summary"), 200)
+        return {t["topic"]: t for t in body["topics"]}
+
+    first = await summary()
+    assert first["TBW102"]["queues"] == [["broker-b", 8, 8, 7, 0]]  # read before the change
+    topics = await summary()
+    # The rows read mid-fill were not kept: the changed topics are read again, the others not.
+    assert sorted(asked[-1]) == ["%DLQ%GID_x", "%RETRY%GID_x", "TBW102", "broker-b"]
+    assert topics["TBW102"]["queues"] == [["broker-b", 8, 8, 5, 0]]
+    calls = len(asked)
+    assert await summary() == topics and len(asked) == calls  # now kept
+
+
+async def test_topic_summary_reads_every_row_while_the_feed_lags(
+        client: TestClient, http_store: RouteStore, ns: NameServer, monkeypatch: Any) -> None:
+    await _register(client)
+    overview = http_store.topic_overview
+    asked: list[list[str]] = []
+    read_rows = overview.rows
+
+    async def recording(topics: list[str]) -> Any:
+        asked.append(list(topics))
+        return await read_rows(topics)
+
+    monkeypatch.setattr(overview, "rows", recording)
+    monkeypatch.setattr("nsfleet.service.topic_summary.FEED_CATCH_UP", 0.05)
+    body = await _json(await client.get("/v1/topics/summary"), 200)
+    every = sorted(t["topic"] for t in body["topics"])
+    await _json(await client.get("/v1/topics/summary"), 200)
+    assert len(asked) == 1  # kept
+    # The feed has not delivered what P:rev counts (a message in flight, or lost): what the
+    # worker kept cannot be vouched for, so each answer reads every row and keeps nothing.
+    monkeypatch.setattr(ns._cache.feed, "rev", 0)
+    for _ in range(2):
+        await _json(await client.get("/v1/topics/summary"), 200)
+        assert sorted(asked[-1]) == every
+    assert len(asked) == 3

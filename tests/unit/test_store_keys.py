@@ -32,7 +32,6 @@ CASES = [
     ("k_mappings('t')", lambda k: k.mappings("t")),
     ("k_seq()", lambda k: k.seq),
     ("k_rev()", lambda k: k.rev),
-    ("k_topic_rev('T1')", lambda k: k.topic_rev("T1")),
     ("k_changes()", lambda k: k.changes),
     ("live_member('c1', 'h:1')", lambda k: live_member("c1", "h:1")),
 ]
@@ -66,7 +65,7 @@ def test_row_tables_and_indexes_do_not_overlap() -> None:
         prefix = pattern[:-1]
         for index in (k.clusters, k.cluster("x"), k.members("x"), k.topics, k.topic("x"),
                       k.broker_topics("x"), k.deadlines, k.reg("c", "h:1"), k.filters("c", "h:1"),
-                      k.kv_namespaces, k.kv_table("x"), k.seq, k.rev, k.topic_rev("x"),
+                      k.kv_namespaces, k.kv_table("x"), k.seq, k.rev,
                       k.config):
             assert not index.startswith(prefix), (index, pattern)
 

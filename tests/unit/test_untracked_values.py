@@ -14,7 +14,7 @@ from nsfleet.store import RouteRead
 
 def test_route_values_are_untracked() -> None:
     route = TopicRouteData([QueueData("b", 8, 8, 6)], [BrokerData("c", "b", {0: "10.0.0.1:1"})])
-    entry = Entry(RouteRead(route, 1, 1000), 0.0)
+    entry = Entry(RouteRead(route, 1000), 0.0)
     encodings = entry.encoded.setdefault("plain", {})
     encodings["json"] = b"{}"
     # Tracked per entry: the route's two lists and the variant dict (a dict holding a dict).

@@ -119,7 +119,7 @@ class _StubNameServer:
 
 
 def _answer() -> RouteAnswer:
-    return RouteAnswer(ROUTE, 3, time.monotonic() + 60, {})
+    return RouteAnswer(ROUTE, time.monotonic() + 60, {})
 
 
 @pytest.mark.parametrize("version", [479, 401, 400, 0])
