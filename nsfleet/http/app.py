@@ -144,7 +144,7 @@ def _cached_answer(ns: NameServer, topic: str, known: str, wait: float) -> Route
 
 
 async def get_route(request: web.Request) -> web.StreamResponse:
-    """The topic's TopicRouteData. ETag is the topic's change counter; with If-None-Match and
+    """The topic's TopicRouteData. ETag is a digest of the body; with If-None-Match and
     ?wait=S the request long-polls until the route changes (200) or S seconds pass (304)."""
     ns = _ns(request)
     topic = request.match_info["topic"]

@@ -53,7 +53,8 @@ _SCHEMAS: dict[str, Any] = {
         "topicQueueMappingByBroker": {"type": "object", "description": "static topics: "
                                       "brokerName -> TopicQueueMappingInfo"}}},
     "TopicSummary": {"type": "object", "properties": {
-        "rev": {"type": "integer", "description": "the fleet's change counter it was read at"},
+        "rev": {"type": "integer", "description": "the fleet's change counter read first: "
+                "the answer shows every change up to it"},
         "queueFields": {"type": "array", "items": {"type": "string"}, "description": "what "
                         "each queues entry holds: brokerName, readQueueNums, writeQueueNums, "
                         "perm, topicSysFlag"},
@@ -111,7 +112,7 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
     ("get", "/v1/brokers/{broker_name}/members", "A broker group's members "
      "(GET_BROKER_MEMBER_GROUP); ?cluster= is echoed", None, "brokerMemberGroup", (400, 503)),
     ("get", "/v1/routes/{topic}", "A topic's route. The ETag changes whenever the body does "
-     "(change counter plus a digest); If-None-Match with ?wait=S long-polls up to S seconds "
+     "(a digest of the body); If-None-Match with ?wait=S long-polls up to S seconds "
      "(304 when unchanged)", None, "TopicRouteData", (304, 400, 404, 503)),
     ("post", "/v1/routes/watch", "Long-poll many topics (?wait=S): the routes whose ETag "
      "differs from the one given, as soon as one does, or 304 when none did", "RouteWatch",
