@@ -127,6 +127,12 @@ class RouteCache:
         if not self.feed.closing:
             self.outage.store_lost(routes=len(self._entries) if self.enabled else 0)
 
+    @property
+    def may_keep(self) -> bool:
+        """Whether what is read now may be kept: the cache is on, and every change is being
+        told (the feed is live and the store not lost)."""
+        return self.enabled and self.feed.subscribed and not self.outage.lost
+
     def _fence_fills(self) -> None:
         """No read started before this may store what it read: it cannot be proven current."""
         self._unchanged.clear()
@@ -240,7 +246,7 @@ class RouteCache:
         fill = _Fill(self._seq, asyncio.get_running_loop().create_future())
         fill.future.add_done_callback(_retrieve)
         self._filling[key] = fill
-        cacheable = self.feed.subscribed and self.enabled and not self.outage.lost
+        cacheable = self.may_keep
         now = time.monotonic()
         self._fills += 1
         try:
@@ -264,7 +270,7 @@ class RouteCache:
                                                                        read.ttl_ms / 1000)
         entry = Entry(read, now + ttl)
         fill.future.set_result(entry)
-        if (cacheable and self.feed.subscribed and not self.outage.lost
+        if (cacheable and self.may_keep
                 and self._unchanged_since(topic, fill.started)):
             self._entries[key] = entry
             self._entries.move_to_end(key)

@@ -63,11 +63,6 @@ class TopicSummary:
             if self._filling:
                 self._changed_while_filling.add(topic)
 
-    def _vouched(self) -> bool:
-        """Whether every change is being told: the cache is on and its feed live."""
-        return (self._cache.enabled and self._cache.feed.subscribed
-                and not self._cache.outage.lost)
-
     async def encoded(self) -> bytes:
         """The summary as compact JSON: ``{"rev", "queueFields", "topics": [{"topic", "kind",
         "queues": [[brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag], ...],
@@ -75,13 +70,12 @@ class TopicSummary:
         the answer shows every change up to it."""
         async with self._lock:
             rev = await self._store.rev()  # raises while the store is away
-            if not (self._vouched() and await self._feed_reached(rev)):
-                return _answer(rev, await self._refresh(keep=False))
+            if not (self._cache.may_keep and await self._feed_reached(rev)):
+                return _answer(rev, (await self._refresh(keep=False))[0])
             topics_json = self._topics_json
             if topics_json is None:
-                started = self._seq
-                topics_json = await self._refresh(keep=True)
-                if self._seq == started and self._vouched():  # nothing told meanwhile
+                topics_json, untold = await self._refresh(keep=True)
+                if untold:
                     self._topics_json = topics_json
             return _answer(rev, topics_json)
 
@@ -97,19 +91,20 @@ class TopicSummary:
             await self._cache.watchers.wait_for_any_change(remaining)
         return True
 
-    async def _refresh(self, *, keep: bool) -> bytes:
+    async def _refresh(self, *, keep: bool) -> tuple[bytes, bool]:
         """The topics part of the answer: the rows kept, and those of every other topic read
-        again (with ``keep``, kept in turn unless a change of their topic arrived meanwhile)."""
-        started, vouched = self._seq, keep
+        again (with ``keep``, kept in turn unless a change of their topic arrived meanwhile);
+        and whether it may be kept as it is (``keep``, and nothing told while it was read)."""
+        started = self._seq
         overview = self._store.topic_overview
         self._filling, self._changed_while_filling = True, set()
         try:
             index = await overview.index()
-            known = dict(self._rows) if vouched else {}  # as it was when the reads began
+            known = dict(self._rows) if keep else {}  # as it was when the reads began
             read = await overview.rows([t for t in index.topics if t not in known])
         finally:
             self._filling = False
-        kept = vouched and self._vouched() and self._cleared_at <= started
+        kept = keep and self._cache.may_keep and self._cleared_at <= started
         rows = {t: known[t] for t in index.topics if t in known}
         for r in read:
             rows[r.topic] = r
@@ -128,4 +123,5 @@ class TopicSummary:
                      "orderConf": conf}))
             encoded[topic] = known_json
         self._encoded = encoded
-        return b",".join(e[3] for e in encoded.values())
+        untold = kept and self._seq == started
+        return b",".join(e[3] for e in encoded.values()), untold

@@ -153,11 +153,9 @@ async def test_history_is_capped_and_pages(any_redis: aioredis.Redis) -> None:
 
 
 
-async def test_topic_summary_reads_again_only_the_topics_that_changed(
-        client: TestClient, http_store: RouteStore, monkeypatch: Any) -> None:
-    await _register(client)
-    await _register(client, BROKER_B)
-    overview = http_store.topic_overview
+def recorded_row_reads(store: RouteStore, monkeypatch: Any) -> list[list[str]]:
+    """The topics of every row read the summary makes from now on, one list per read."""
+    overview = store.topic_overview
     asked: list[list[str]] = []
     read_rows = overview.rows
 
@@ -166,25 +164,35 @@ async def test_topic_summary_reads_again_only_the_topics_that_changed(
         return await read_rows(topics)
 
     monkeypatch.setattr(overview, "rows", recording)
+    return asked
 
-    async def summary() -> dict[str, Any]:
-        body = await _json(await client.get("/v1/topics/summary"), 200)
-        return {t["topic"]: t for t in body["topics"]}
 
-    assert len(await summary()) == 7 and len(asked[-1]) == 7
+async def summary(client: TestClient) -> dict[str, Any]:
+    """GET /v1/topics/summary's topics, by name."""
+    body = await _json(await client.get("/v1/topics/summary"), 200)
+    return {t["topic"]: t for t in body["topics"]}
+
+
+async def test_topic_summary_reads_again_only_the_topics_that_changed(
+        client: TestClient, http_store: RouteStore, monkeypatch: Any) -> None:
+    await _register(client)
+    await _register(client, BROKER_B)
+    asked = recorded_row_reads(http_store, monkeypatch)
+
+    assert len(await summary(client)) == 7 and len(asked[-1]) == 7
     await _json(await client.post("/v1/brokers/broker-a/wipe-write-perm"), 200)
-    topics = await summary()
+    topics = await summary(client)
     assert sorted(asked[-1]) == ["T1", "T2"]  # broker-a's topics only
     assert topics["T1"]["queues"] == [["broker-a", 4, 4, 4, 0], ["broker-b", 2, 2, 4, 0]]
     assert topics["T2"]["queues"] == [["broker-a", 8, 8, 4, 0]]
     await _json(await client.put("/v1/kv/ORDER_TOPIC_CONFIG/TBW102", json={"value": "b:1"}), 200)
-    assert (await summary())["TBW102"]["orderConf"] == "b:1"
+    assert (await summary(client))["TBW102"]["orderConf"] == "b:1"
     await _json(await client.post("/v1/brokers/unregister", json=MASTER), 200)
-    topics = await summary()
+    topics = await summary(client)
     assert "T2" not in topics and topics["T1"]["queues"] == [["broker-b", 2, 2, 4, 0]]
     calls = len(asked)
     await _json(await client.put("/v1/kv/other/k", json={"value": "v"}), 200)  # no topic moved
-    assert (await summary()) == topics and len(asked) == calls
+    assert (await summary(client)) == topics and len(asked) == calls
 
 
 async def test_topic_summary_shows_a_change_made_through_another_worker_at_once(
@@ -210,54 +218,37 @@ async def test_topic_summary_keeps_no_rows_read_while_their_topic_changed(
         client: TestClient, http_store: RouteStore, ns: NameServer, monkeypatch: Any) -> None:
     await _register(client)
     await _register(client, BROKER_B)
+    asked = recorded_row_reads(http_store, monkeypatch)
     overview = http_store.topic_overview
     read_rows = overview.rows
-    asked: list[list[str]] = []
     inject = [True]
 
     async def change_mid_fill(topics: list[str]) -> Any:
-        asked.append(list(topics))
         rows = await read_rows(topics)
         if inject[0] and "TBW102" in topics:
             # TBW102 (and broker-b's other writable topics) change after their rows were read
             # and before the fill ends; the message reaches this worker while it is in flight.
             inject[0] = False
-            rev = await http_store.wipe_write_perm("broker-b")
-            assert rev
-            for _ in range(100):
-                if ns._cache.feed.rev >= await http_store.rev():
-                    break
-                await asyncio.sleep(0.01)
+            assert await http_store.wipe_write_perm("broker-b")
+            await ns._cache.feed.sync()  # its message applied here, before the fill ends
         return rows
 
     monkeypatch.setattr(overview, "rows", change_mid_fill)
 
-    async def summary() -> dict[str, Any]:
-        body = await _json(await client.get("/v1/topics/summary"), 200)
-        return {t["topic"]: t for t in body["topics"]}
-
-    first = await summary()
+    first = await summary(client)
     assert first["TBW102"]["queues"] == [["broker-b", 8, 8, 7, 0]]  # read before the change
-    topics = await summary()
+    topics = await summary(client)
     # The rows read mid-fill were not kept: the changed topics are read again, the others not.
     assert sorted(asked[-1]) == ["%DLQ%GID_x", "%RETRY%GID_x", "TBW102", "broker-b"]
     assert topics["TBW102"]["queues"] == [["broker-b", 8, 8, 5, 0]]
     calls = len(asked)
-    assert await summary() == topics and len(asked) == calls  # now kept
+    assert await summary(client) == topics and len(asked) == calls  # now kept
 
 
 async def test_topic_summary_reads_every_row_while_the_feed_lags(
         client: TestClient, http_store: RouteStore, ns: NameServer, monkeypatch: Any) -> None:
     await _register(client)
-    overview = http_store.topic_overview
-    asked: list[list[str]] = []
-    read_rows = overview.rows
-
-    async def recording(topics: list[str]) -> Any:
-        asked.append(list(topics))
-        return await read_rows(topics)
-
-    monkeypatch.setattr(overview, "rows", recording)
+    asked = recorded_row_reads(http_store, monkeypatch)
     monkeypatch.setattr("nsfleet.service.topic_summary.FEED_CATCH_UP", 0.05)
     body = await _json(await client.get("/v1/topics/summary"), 200)
     every = sorted(t["topic"] for t in body["topics"])
