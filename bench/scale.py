@@ -7,6 +7,8 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   through the second worker: storm time, reads (p50/p99/max, failed), every route then listing
   every broker, the longest Redis command (SLOWLOG), and where the time went (CPU seconds of
   Redis, each worker and the sender over the storm);
+* storm without reads: the same storm on a Redis and workers of their own with no reader, so
+  what the reads cost the storm shows;
 * memory: Redis used_memory per queue row (B x T rows);
 * rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
   unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
@@ -243,17 +245,47 @@ class CpuMeter:
 
 
 async def storm(ports: list[int], brokers: int, frame_of: Any, read_port: int, topics: int,
-                pids: dict[str, int]) -> tuple[dict[str, Any], list[Conn]]:
+                pids: dict[str, int], *, reads: bool = True) -> tuple[dict[str, Any], list[Conn]]:
     conns = [await Conn.open(ports[b % len(ports)]) for b in range(brokers)]
-    with Reads(read_port, topics) as reads:
+    with Reads(read_port, topics) if reads else contextlib.nullcontext() as reader:
         meter = CpuMeter(pids)
         started = time.perf_counter()
         times = await asyncio.gather(*(c.call(frame_of(b, 1)) for b, c in enumerate(conns)))
         elapsed = time.perf_counter() - started
         cpu = meter.read()
-        read = reads.result()
-    return {"storm_s": round(elapsed, 2), "slowest_broker_s": round(max(times), 2),
-            "reads_during_ms": read, "cpu": cpu}, conns
+        read = reader.result() if reader is not None else None
+    result = {"storm_s": round(elapsed, 2), "slowest_broker_s": round(max(times), 2),
+              "cpu": cpu}
+    if read is not None:
+        result["reads_during_ms"] = read
+    return result, conns
+
+
+async def storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+    """The same storm on a Redis and workers of its own with no reader: beside the storm with
+    reads, what the route reads made during it cost the registrations (each is a script of
+    ~10 us of Redis per group of the route, bench/route_cost.py)."""
+    with tempfile.TemporaryDirectory() as tmp, \
+            RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
+        client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
+        redis_pid = int((await client.info("server"))["process_id"])
+        workers = [start_worker(server.url, Path(tmp) / f"w{i}.log") for i in range(2)]
+        try:
+            ports = [w[2] for w in workers]
+            await client.config_resetstat()
+            result, conns = await storm(
+                ports, args.brokers, lambda b, opaque: register_frame(b, whole, opaque),
+                ports[1], args.topics, {"redis": redis_pid}, reads=False)
+            result["script_s"] = round(await script_usec(client) / 1e6, 2)
+            for conn in conns:
+                conn.close()
+        finally:
+            for proc, _, _ in workers:
+                proc.send_signal(signal.SIGTERM)
+            for proc, _, _ in workers:
+                proc.wait(30)
+            await client.aclose()
+    return result
 
 
 async def routes_list_every_broker(port: int, topics: int, brokers: int) -> bool:
@@ -619,6 +651,7 @@ async def main() -> None:
                      for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
     if not args.skip_nsfleet:
         results["nsfleet"] = await nsfleet_side(args, whole, split_bodies)
+        results["nsfleet"]["storm_without_reads"] = await storm_without_reads(args, whole)
     if args.java:
         results["java"] = await java_side(args, whole, split_bodies)
         if "nsfleet" in results:

@@ -69,6 +69,7 @@
 --- @include "queues"
 --- @include "register_reply"
 --- @include "tables"
+--- @include "group_routes"
 
 local cluster, addr, name, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
@@ -190,7 +191,10 @@ if skip and group_same and r[10] == reg_meta
   rcall('HSET', rkey, 'generation', generation, 'dataVersionCounter', dv_counter,
     'dataVersionTimestamp', dv_ts, 'tableDigest', digest, 'synced', synced)
   rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
-  rcall('HSET', k_member_clusters(name), addr, cluster)
+  if rcall('HGET', k_member_clusters(name), addr) ~= cluster then
+    rcall('HSET', k_member_clusters(name), addr, cluster)
+    refresh_group_route(name)
+  end
   return register_reply(cluster, name, id, generation, '0', want_kv)
 end
 if probe and not skip then return {'full'} end
@@ -332,7 +336,13 @@ if nfilters >= 0 then
     end
     touch_group(name)
   end
+  if nfilters > 0 then
+    rcall('SADD', k_filtered(), live_member(cluster, addr))
+  else
+    rcall('SREM', k_filtered(), live_member(cluster, addr))
+  end
 end
+refresh_group_route(name)
 local changed = publish_changes() and '1' or '0'
 if head then
   return {'head', generation, force and '1' or '0', clear_write and '1' or '0',

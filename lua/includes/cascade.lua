@@ -1,5 +1,6 @@
 --- @include "keys"
 --- @include "changes"
+--- @include "group_routes"
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
@@ -85,6 +86,7 @@ local function remove_broker(cluster, addr, name)
     rcall('DEL', k_broker(cluster, addr), k_reg(cluster, addr), k_tables(cluster, addr),
       k_conns(cluster, addr))
     if rcall('DEL', k_filters(cluster, addr)) == 1 then touch_all() end
+    rcall('SREM', k_filtered(), live_member(cluster, addr))
     rcall('ZREM', k_deadlines(), live_member(cluster, addr))
   end
   if name == nil or name == '' then return 0 end
@@ -109,6 +111,7 @@ local function remove_broker(cluster, addr, name)
       rcall('SADD', k_cleanups(), name)
     end)
     rcall('DEL', k_group(name), mkey, k_broker_topics(name), k_member_clusters(name))
+    rcall('HDEL', k_route_groups(), name)
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
     for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do
@@ -120,6 +123,7 @@ local function remove_broker(cluster, addr, name)
     return 1
   end
   if removed then
+    refresh_group_route(name)
     touch_none()  -- the cluster tables changed, even for a group without topics
     touch_group(name)
   end

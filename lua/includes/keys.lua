@@ -21,6 +21,8 @@ local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' ..
 local function k_tables(cluster, addr) return P .. ':idx:tables:' .. cluster .. ':' .. addr end
 local function k_filters(cluster, addr) return P .. ':idx:filters:' .. cluster .. ':' .. addr end
 local function k_member_clusters(name) return P .. ':idx:member-clusters:' .. name end
+local function k_route_groups() return P .. ':idx:route-groups' end
+local function k_filtered() return P .. ':idx:filtered' end
 local function k_conns(cluster, addr) return P .. ':idx:conns:' .. cluster .. ':' .. addr end
 local function k_worker(worker) return P .. ':idx:worker:' .. worker end
 local function k_mappings(topic) return P .. ':idx:mappings:' .. topic end

@@ -31,6 +31,11 @@ Indexes (never under a row-table prefix)::
   P:idx:filters:<cluster>:<addr> list   filter server addresses
   P:idx:member-clusters:<name>   hash   brokerAddr -> the cluster it registered under (a group's
                                         members may register under different cluster names)
+  P:idx:route-groups             hash   brokerName -> what a route shows of the group, derived
+                                        from its row, members and their clusters (one HMGET
+                                        for every group of a route: lua/includes/group_routes.lua)
+  P:idx:filtered                 set    "<cluster>\\t<addr>" of the brokers with filter servers
+                                        (a route reads the lists only while one exists)
   P:idx:conns:<cluster>:<addr>   set    "<worker>:<n>": the remoting connections over which the
                                         broker registered (removed when the last one closes)
   P:idx:worker:<worker>          string a worker's presence (PX), so a dead worker's
@@ -138,6 +143,14 @@ class Keys:
 
     def member_clusters(self, broker_name: str) -> str:
         return f"{self.prefix}:idx:member-clusters:{broker_name}"
+
+    @property
+    def route_groups(self) -> str:
+        return f"{self.prefix}:idx:route-groups"
+
+    @property
+    def filtered(self) -> str:
+        return f"{self.prefix}:idx:filtered"
 
     def conns(self, cluster: str, addr: str) -> str:
         return f"{self.prefix}:idx:conns:{cluster}:{addr}"

@@ -81,7 +81,7 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
             rows[kind][rest] = value
         elif key in ("idx:clusters", "idx:topics", "idx:deadlines", "idx:kvns", "seq", "rev",
                      "config", "idx:cleanups", "idx:perm-clears", "idx:worker-addrs",
-                     "nsaddr:extra"):
+                     "nsaddr:extra", "idx:route-groups", "idx:filtered"):
             rows[key][None] = value
         else:
             problems.append(f"unknown key {full}")
@@ -159,6 +159,19 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         for a in addrs:
             if a not in members.get(n, {}).values():
                 problems.append(f"idx:member-clusters:{n} lists {a}, not a member")
+    route_groups = one("idx:route-groups")
+    for n, row in groups.items():
+        if route_groups.get(n) != group_route(row, members.get(n, {}),
+                                              rows["idx:member-clusters"].get(n, {})):
+            problems.append(f"idx:route-groups:{n} is {route_groups.get(n)!r}, not what group "
+                            f"{n} shows")
+    for n in route_groups:
+        if n not in groups:
+            problems.append(f"idx:route-groups lists {n} without its group row")
+    filtered = {live_member(c, a) for c, a in rows["idx:filters"]}
+    if set(one("idx:filtered")) != filtered:
+        problems.append(f"idx:filtered is {sorted(one('idx:filtered'))}, filter lists exist for "
+                        f"{sorted(filtered)}")
     for t, bnames in rows["idx:mappings"].items():
         for n in bnames:
             if (t, n) not in queues:
@@ -179,6 +192,14 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
         if kv_tables.get(ns, {}).get(row.get("key")) != row.get("value"):
             problems.append(f"kv row {ns}/{k} not mirrored in idx:kv:{ns}")
     return problems
+
+
+def group_route(row: dict[str, str], members: dict[str, str],
+                clusters: dict[str, str]) -> str:
+    """A group's P:idx:route-groups entry as lua/includes/group_routes.lua derives it."""
+    head = f"{row['cluster']}\t{row.get('enableActingMaster', 'false')}\t{row.get('zoneName', '')}"
+    return "\n".join([head, *(f"{i}\t{a}\t{clusters.get(a, row['cluster'])}"
+                              for i, a in sorted(members.items(), key=lambda m: int(m[0])))])
 
 
 async def orphans(redis: Any, keys: Keys) -> list[str]:

@@ -139,7 +139,7 @@ async def test_an_unchanged_split_chunk_is_constant_work(real_store: RouteStore)
     whole = await script_commands(s, lambda: s.register_broker(replace(
         BIG, data_version=DataVersion(9, 9))))
     written = {s.keys.broker("c1", BIG.addr), s.keys.reg("c1", BIG.addr), s.keys.deadlines,
-               s.keys.seq, s.keys.member_clusters("big")}
+               s.keys.seq}
     for reg in split(2):
         cmds = await script_commands(s, lambda reg=reg: s.register_broker(reg))
         assert not any(per_topic(s, c) for c in cmds)
@@ -165,3 +165,29 @@ async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteS
     writes = [c for c in cmds
               if c[0] in ("HSET", "SADD", "DEL", "SREM", "MSET") and per_topic(s, c)]
     assert writes == [["HSET", s.keys.queue("topic-900", "big")]]
+
+
+async def test_a_route_read_costs_its_queue_row_and_a_pttl_per_member_per_group(
+        real_redis: aioredis.Redis) -> None:
+    """What the route shows of each group comes from P:idx:route-groups in one HMGET for the
+    whole route, and filter lists are not read while no broker has one: per group, the queue
+    row and a PTTL per member (bench/route_cost.py times it)."""
+    store = RouteStore(real_redis, "route-cost")
+    await store.load_scripts()
+    groups = 5
+    for g in range(groups):
+        for broker_id in (0, 1):
+            await store.register_broker(BrokerRegistration(
+                "c1", f"10.0.{broker_id}.{g}:10911", f"g{g}", broker_id,
+                topic_configs=[TopicConfig("T", 8, 8, 6), TopicConfig("U", 8, 8, 6)]))
+    cmds = await script_commands(store, lambda: store.pickup_route("T"))
+    names = [c[0] for c in cmds]
+    assert names.count("PTTL") == 2 * groups
+    assert [c for c in cmds if c[0] == "HMGET" and c[1].startswith(store.keys.prefix + ":queue:")
+            ] == [["HMGET", store.keys.queue("T", f"g{g}")] for g in range(groups)]
+    assert sorted(n for n in names if n not in ("PTTL", "HMGET")) == [
+        "HGETALL", "SCARD", "SMEMBERS"]  # the static-topic mappings, P:idx:filtered, the index
+    assert len(cmds) == 4 + groups * 3
+    route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
+    assert [(b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
+        (f"g{g}", {0: f"10.0.0.{g}:10911", 1: f"10.0.1.{g}:10911"}) for g in range(groups)]

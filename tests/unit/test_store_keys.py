@@ -27,6 +27,8 @@ CASES = [
     ("k_tables('c1', 'h:1')", lambda k: k.tables("c1", "h:1")),
     ("k_filters('c1', 'h:1')", lambda k: k.filters("c1", "h:1")),
     ("k_member_clusters('b')", lambda k: k.member_clusters("b")),
+    ("k_route_groups()", lambda k: k.route_groups),
+    ("k_filtered()", lambda k: k.filtered),
     ("k_conns('c1', 'h:1')", lambda k: k.conns("c1", "h:1")),
     ("k_worker('w1')", lambda k: k.worker("w1")),
     ("k_mappings('t')", lambda k: k.mappings("t")),

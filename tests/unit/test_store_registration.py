@@ -209,3 +209,43 @@ async def test_lost_master_leaves_queue_data_read_only_until_rewritten(store: Ro
         assert read is not None and read.route.broker_datas[0].broker_addrs[0] == A.addr
         perms[topic] = read.route.queue_datas[0].perm
     assert perms == {"T1": 6, "T2": 4, "T3": 6}
+
+
+async def test_filter_lists_are_read_only_while_a_broker_has_one(store: RouteStore) -> None:
+    """P:idx:filtered names the brokers with filter servers (a route reads the lists only while
+    it is not empty); it follows step 12 and the removal cascade."""
+    await store.register_broker(replace(A, filter_server_list=["10.0.0.7:7000"]))
+    assert await store.redis.smembers(store.keys.filtered) == {f"c1\t{A.addr}"}
+    await store.register_broker(replace(A, filter_server_list=None))  # no list: kept
+    assert await store.redis.smembers(store.keys.filtered) == {f"c1\t{A.addr}"}
+    await store.unregister_broker("c1", A.addr, "g")
+    assert await store.redis.exists(store.keys.filtered) == 0
+    await store.register_broker(replace(A, filter_server_list=["10.0.0.7:7000"]))
+    await store.register_broker(replace(A, filter_server_list=[]))
+    assert await store.redis.exists(store.keys.filtered) == 0
+    assert (await store.pickup_route("T1")).route.filter_server_table == {}  # type: ignore[union-attr]
+    assert await orphans(store.redis, store.keys) == []
+
+
+async def test_route_groups_follow_members_and_meta(store: RouteStore) -> None:
+    """P:idx:route-groups holds what a route shows of each group, rewritten by every change of
+    its members, their clusters and its meta (the invariants check the entry against the group
+    row, members and member clusters); a group without an entry (written before the index
+    existed) routes the same, computed on the read."""
+    await store.register_broker(A)
+    await store.register_broker(replace(B, broker_id=1, cluster="c2"))
+    entry = await store.redis.hget(store.keys.route_groups, "g")
+    assert entry == f"c1\ttrue\t\n0\t{A.addr}\tc1\n1\t{B.addr}\tc2"
+    assert await orphans(store.redis, store.keys) == []
+    before = (await store.pickup_route("T1")).route  # type: ignore[union-attr]
+    assert before.broker_datas[0].broker_addrs == {0: A.addr, 1: B.addr}
+    await store.redis.hdel(store.keys.route_groups, "g")
+    assert (await store.pickup_route("T1")).route == before  # type: ignore[union-attr]
+    await store.register_broker(replace(A, zone_name="z1"))  # rewritten by the next registration
+    assert (await store.redis.hget(store.keys.route_groups, "g")).startswith("c1\ttrue\tz1\n")  # type: ignore[union-attr]
+    await store.unregister_broker("c2", B.addr, "g")
+    assert await store.redis.hget(store.keys.route_groups, "g") == f"c1\ttrue\tz1\n0\t{A.addr}\tc1"
+    assert await orphans(store.redis, store.keys) == []
+    await store.unregister_broker("c1", A.addr, "g")
+    assert await store.redis.exists(store.keys.route_groups) == 0
+    assert await store.pickup_route("T1") is None

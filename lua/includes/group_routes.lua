@@ -1,0 +1,47 @@
+--- @include "keys"
+--[[
+  What a route shows of each broker group, kept in one hash so that route.lua reads it for every
+  group of a route in one HMGET (P:idx:route-groups, brokerName -> entry): the group's cluster,
+  enableActingMaster and zoneName, then each member's id, address and the cluster it registered
+  under, by id:
+    "<cluster>\t<enableActingMaster>\t<zoneName>" .. ("\n<id>\t<addr>\t<member cluster>")*
+  Reading the group row, its members and their clusters per group cost route.lua three calls a
+  group, most of a route read's Redis time (bench/route_cost.py). Derived from the group row,
+  P:idx:members and P:idx:member-clusters, and rewritten by every script that changes them
+  (register_broker.lua, includes/cascade.lua); route.lua computes the entry itself where a group
+  has none (one written before this index existed). Whether any member has filter servers is
+  kept apart, per member (P:idx:filtered, set in step 12 and by the cascade), since one address
+  may be listed by more than one group.
+  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+]]
+
+-- Group `name`'s entry from its row, members and their clusters; nil when it has no row.
+local function group_route(name)
+  local g = rcall('HMGET', k_group(name), 'cluster', 'enableActingMaster', 'zoneName')
+  if not g[1] then return nil end
+  local clusters = {}
+  local mc = rcall('HGETALL', k_member_clusters(name))
+  for i = 1, #mc, 2 do clusters[mc[i]] = mc[i + 1] end
+  local flat = rcall('HGETALL', k_members(name))
+  local ids = {}
+  for i = 1, #flat, 2 do ids[#ids + 1] = flat[i] end
+  table.sort(ids, function(a, b) return tonumber(a) < tonumber(b) end)
+  local addrs = {}
+  for i = 1, #flat, 2 do addrs[flat[i]] = flat[i + 1] end
+  local parts = {g[1] .. '\t' .. (g[2] or 'false') .. '\t' .. (g[3] or '')}
+  for _, id in ipairs(ids) do
+    local addr = addrs[id]
+    parts[#parts + 1] = id .. '\t' .. addr .. '\t' .. (clusters[addr] or g[1])
+  end
+  return table.concat(parts, '\n')
+end
+
+-- After a change to group `name`'s row, members or their clusters.
+local function refresh_group_route(name)
+  local entry = group_route(name)
+  if entry then
+    rcall('HSET', k_route_groups(), name, entry)
+  else
+    rcall('HDEL', k_route_groups(), name)
+  end
+end
