@@ -194,6 +194,8 @@ if skip and group_same and r[10] == reg_meta
   if rcall('HGET', k_member_clusters(name), addr) ~= cluster then
     rcall('HSET', k_member_clusters(name), addr, cluster)
     refresh_group_route(name)
+  else
+    ensure_group_route(name)
   end
   return register_reply(cluster, name, id, generation, '0', want_kv)
 end

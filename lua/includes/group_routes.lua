@@ -8,10 +8,11 @@
   Reading the group row, its members and their clusters per group cost route.lua three calls a
   group, most of a route read's Redis time (bench/route_cost.py). Derived from the group row,
   P:idx:members and P:idx:member-clusters, and rewritten by every script that changes them
-  (register_broker.lua, includes/cascade.lua); route.lua computes the entry itself where a group
-  has none (one written before this index existed). Whether any member has filter servers is
-  kept apart, per member (P:idx:filtered, set in step 12 and by the cascade), since one address
-  may be listed by more than one group.
+  (register_broker.lua, includes/cascade.lua). A group without an entry (registered before this
+  index existed, or the index deleted after an upgrade, docs/helm.md) is routed from an entry
+  route.lua computes itself, and gets one at its next registration, the few-command path
+  included. Whether any member has filter servers is kept apart, per member (P:idx:filtered, set
+  in step 12 and by the cascade), since one address may be listed by more than one group.
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
 
@@ -43,5 +44,18 @@ local function refresh_group_route(name)
     rcall('HSET', k_route_groups(), name, entry)
   else
     rcall('HDEL', k_route_groups(), name)
+  end
+end
+
+-- For a group that has no entry: write it, with its members' P:idx:filtered flags.
+local function ensure_group_route(name)
+  if rcall('HEXISTS', k_route_groups(), name) == 1 then return end
+  refresh_group_route(name)
+  local entry = rcall('HGET', k_route_groups(), name)
+  if not entry then return end
+  for addr, mcluster in string.gmatch(entry, '\n[^\t]*\t([^\t]*)\t([^\n]*)') do
+    if rcall('EXISTS', k_filters(mcluster, addr)) == 1 then
+      rcall('SADD', k_filtered(), live_member(mcluster, addr))
+    end
   end
 end

@@ -249,3 +249,21 @@ async def test_route_groups_follow_members_and_meta(store: RouteStore) -> None:
     await store.unregister_broker("c1", A.addr, "g")
     assert await store.redis.exists(store.keys.route_groups) == 0
     assert await store.pickup_route("T1") is None
+
+
+async def test_a_group_registered_before_the_route_index_gets_its_entry(store: RouteStore) -> None:
+    """After an upgrade (docs/helm.md): a group with no P:idx:route-groups entry, its filter list
+    missing from P:idx:filtered, still routes (without its filter servers) and has both written
+    back by its next registration, an unchanged one (the few-command path) included."""
+    reg = replace(A, filter_server_list=["10.0.0.7:7000"])
+    await store.register_broker(reg)
+    entry = await store.redis.hget(store.keys.route_groups, "g")
+    await store.redis.delete(store.keys.route_groups, store.keys.filtered)
+    read = await store.pickup_route("T1")
+    assert read is not None and read.route.filter_server_table == {}  # flags lost, lists kept
+    await store.register_broker(reg)  # unchanged: the few-command path
+    assert await store.redis.hget(store.keys.route_groups, "g") == entry
+    assert await store.redis.smembers(store.keys.filtered) == {f"c1\t{A.addr}"}
+    read = await store.pickup_route("T1")
+    assert read is not None and read.route.filter_server_table == {A.addr: ["10.0.0.7:7000"]}
+    assert await orphans(store.redis, store.keys) == []
