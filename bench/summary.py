@@ -45,6 +45,17 @@ def _storm_over_floor(data: dict[str, Any]) -> float:
         variants["rows6+topic-sadd+broker-and-topic-lists+change-message"]["us_per_row"]
 
 
+def _route_over_floor(data: dict[str, Any]) -> float:
+    """route.lua over the floor of the row layout, 60 groups of one member."""
+    shape = next(s for s in data["shapes"] if (s["groups"], s["members_per_group"]) == (60, 1))
+    return float(shape["route_over_floor"])
+
+
+def _route_us_60(data: dict[str, Any]) -> float:
+    shape = next(s for s in data["shapes"] if (s["groups"], s["members_per_group"]) == (60, 1))
+    return float(shape["route_us_per_read"])
+
+
 CONTENTION_MODES = {"cache_off": "cache off, readers saturating",
                     "cache_on": "cache on, readers saturating",
                     "cache_off_paced": "cache off, readers paced",
@@ -113,6 +124,8 @@ FIGURES: tuple[Figure, ...] = (
            ("nsfleet", "storm", "storm_s"), 3.5, unit="s"),
     Figure("60 x 10k: the storm / the Java NameServer's in the same run", "scale",
            ("storm_nsfleet_over_java",), None, unit="x"),
+    Figure("60 x 10k: the same storm with no route reads meanwhile, wall", "scale",
+           ("nsfleet", "storm_without_reads", "storm_s"), None, unit="s"),
     Figure("60 x 10k: route reads during the storm, p99", "scale",
            ("nsfleet", "storm", "reads_during_ms", "p99"), 50.0, unit="ms"),
     Figure("60 x 10k: route reads during the storm, max", "scale",
@@ -133,10 +146,15 @@ FIGURES: tuple[Figure, ...] = (
     Figure("per queue row of a first registration, Redis time: nsfleet / the floor of its "
            "layout (every write it needs, alone)", "storm_floor", ("@storm_over_floor",), None,
            unit="x"),
+    Figure("a route read of 60 groups (one member each), Redis time", "route_cost",
+           ("@route_us_60",), None, unit="us"),
+    Figure("the same / the floor of the row layout (the groups' queue rows, alone)",
+           "route_cost", ("@route_over_floor",), None, unit="x"),
 )
 
 COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest,
-            "@console_filter_max": _console_filter_max, "@storm_over_floor": _storm_over_floor}
+            "@console_filter_max": _console_filter_max, "@storm_over_floor": _storm_over_floor,
+            "@route_us_60": _route_us_60, "@route_over_floor": _route_over_floor}
 
 
 def value(figure: Figure) -> float | None:
