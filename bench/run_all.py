@@ -33,6 +33,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("remoting_register", 600),
     ("hotpath", 900),
     ("route_bench", 300),
+    ("route_cost", 300),
     ("propagation", 300),
     ("contention", 1800),
     ("sweep_cascade", 600),
