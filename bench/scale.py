@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -261,30 +262,55 @@ async def storm(ports: list[int], brokers: int, frame_of: Any, read_port: int, t
     return result, conns
 
 
-async def storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
-    """The same storm on a Redis and workers of its own with no reader: beside the storm with
-    reads, what the route reads made during it cost the registrations (each is a script of
-    ~10 us of Redis per group of the route, bench/route_cost.py)."""
+@dataclass
+class Fleet:
+    """A throwaway redis-server and two `nsfleet serve` workers on it."""
+
+    server: RedisServer
+    client: aioredis.Redis
+    tmp: Path
+    workers: list[tuple[subprocess.Popen[bytes], int, int]]
+
+    @property
+    def ports(self) -> list[int]:
+        return [remoting for _, _, remoting in self.workers]
+
+    async def redis_pid(self) -> int:
+        return int((await self.client.info("server"))["process_id"])
+
+
+@contextlib.asynccontextmanager
+async def fleet() -> AsyncIterator[Fleet]:
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
         client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
-        redis_pid = int((await client.info("server"))["process_id"])
         workers = [start_worker(server.url, Path(tmp) / f"w{i}.log") for i in range(2)]
         try:
-            ports = [w[2] for w in workers]
-            await client.config_resetstat()
-            result, conns = await storm(
-                ports, args.brokers, lambda b, opaque: register_frame(b, whole, opaque),
-                ports[1], args.topics, {"redis": redis_pid}, reads=False)
-            result["script_s"] = round(await script_usec(client) / 1e6, 2)
-            for conn in conns:
-                conn.close()
+            yield Fleet(server, client, Path(tmp), workers)
         finally:
             for proc, _, _ in workers:
                 proc.send_signal(signal.SIGTERM)
             for proc, _, _ in workers:
                 proc.wait(30)
             await client.aclose()
+
+
+def whole_frames(whole: bytes) -> Any:
+    """Broker b's REGISTER_BROKER of the whole table."""
+    return lambda b, opaque: register_frame(b, whole, opaque)
+
+
+async def storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+    """The same storm on a Redis and workers of its own with no reader: beside the storm with
+    reads, what the route reads made during it cost the registrations (each is a script of
+    ~6 us of Redis per group of the route, bench/route_cost.py)."""
+    async with fleet() as f:
+        await f.client.config_resetstat()
+        result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
+                                    args.topics, {"redis": await f.redis_pid()}, reads=False)
+        result["script_s"] = round(await script_usec(f.client) / 1e6, 2)
+        for conn in conns:
+            conn.close()
     return result
 
 
@@ -342,52 +368,37 @@ async def longest_command_ms(client: aioredis.Redis) -> dict[str, float]:
 async def nsfleet_side(args: argparse.Namespace, whole: bytes,
                        split_bodies: list[list[bytes]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp, \
-            RedisServer(data_dir=Path(tmp) / "redis", appendonly=False) as server:
-        client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
+    async with fleet() as f:
+        client, ports = f.client, f.ports
         await client.config_set("slowlog-log-slower-than", 1000)
         await client.config_set("slowlog-max-len", 10_000)
-        redis_pid = int((await client.info("server"))["process_id"])
-        workers = [start_worker(server.url, Path(tmp) / f"w{i}.log") for i in range(2)]
-        try:
-            ports = [w[2] for w in workers]
-            pids = {"redis": redis_pid, "worker1": workers[0][0].pid,
-                    "worker2": workers[1][0].pid, "sender": os.getpid()}
-            base_mem = int((await client.info("memory"))["used_memory"])
-            await client.config_resetstat()
-            await client.slowlog_reset()
-
-            def whole_frame(b: int, opaque: int) -> bytes:
-                return register_frame(b, whole, opaque)
-
-            result, conns = await storm(ports, args.brokers, whole_frame, ports[1], args.topics,
-                                        pids)
-            result["script_s"] = round(await script_usec(client) / 1e6, 2)
-            result["redis_ms_by_command"] = await by_command(client)
-            result["longest_redis_command_ms"] = await longest_command_ms(client)
-            result["every_route_lists_every_broker"] = await routes_list_every_broker(
-                ports[1], args.topics, args.brokers)
-            out["storm"] = result
-            rows = args.brokers * args.topics
-            used = int((await client.info("memory"))["used_memory"]) - base_mem
-            out["memory"] = {"queue_rows": rows, "redis_bytes": used,
-                             "bytes_per_row": round(used / rows, 1)}
-            out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
-            if args.analytics:
-                async with kept_alive(conns):
-                    out["analytics"] = await asyncio.to_thread(analytics, server.url,
-                                                               Path(tmp) / "report")
-                    out["analytics_spark_standalone"] = await asyncio.to_thread(
-                        spark_standalone_analytics, server.url, Path(tmp) / "spark")
-            out["departures"] = await departures(client, conns, ports, args)
-            out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
-                                                                    args.brokers - 1))
-        finally:
-            for proc, _, _ in workers:
-                proc.send_signal(signal.SIGTERM)
-            for proc, _, _ in workers:
-                proc.wait(30)
-            await client.aclose()
+        pids = {"redis": await f.redis_pid(), "worker1": f.workers[0][0].pid,
+                "worker2": f.workers[1][0].pid, "sender": os.getpid()}
+        base_mem = int((await client.info("memory"))["used_memory"])
+        await client.config_resetstat()
+        await client.slowlog_reset()
+        result, conns = await storm(ports, args.brokers, whole_frames(whole), ports[1],
+                                    args.topics, pids)
+        result["script_s"] = round(await script_usec(client) / 1e6, 2)
+        result["redis_ms_by_command"] = await by_command(client)
+        result["longest_redis_command_ms"] = await longest_command_ms(client)
+        result["every_route_lists_every_broker"] = await routes_list_every_broker(
+            ports[1], args.topics, args.brokers)
+        out["storm"] = result
+        rows = args.brokers * args.topics
+        used = int((await client.info("memory"))["used_memory"]) - base_mem
+        out["memory"] = {"queue_rows": rows, "redis_bytes": used,
+                         "bytes_per_row": round(used / rows, 1)}
+        out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
+        if args.analytics:
+            async with kept_alive(conns):
+                out["analytics"] = await asyncio.to_thread(analytics, f.server.url,
+                                                           f.tmp / "report")
+                out["analytics_spark_standalone"] = await asyncio.to_thread(
+                    spark_standalone_analytics, f.server.url, f.tmp / "spark")
+        out["departures"] = await departures(client, conns, ports, args)
+        out["expiry"] = await expiry(client, ports, args, range(2 * args.brokers // 3,
+                                                                args.brokers - 1))
     return out
 
 

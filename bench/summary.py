@@ -45,15 +45,17 @@ def _storm_over_floor(data: dict[str, Any]) -> float:
         variants["rows6+topic-sadd+broker-and-topic-lists+change-message"]["us_per_row"]
 
 
+def _route_60(data: dict[str, Any]) -> dict[str, Any]:
+    """route_cost.json's shape of 60 groups of one member."""
+    return next(s for s in data["shapes"] if (s["groups"], s["members_per_group"]) == (60, 1))
+
+
 def _route_over_floor(data: dict[str, Any]) -> float:
-    """route.lua over the floor of the row layout, 60 groups of one member."""
-    shape = next(s for s in data["shapes"] if (s["groups"], s["members_per_group"]) == (60, 1))
-    return float(shape["route_over_floor"])
+    return float(_route_60(data)["route_over_floor"])
 
 
 def _route_us_60(data: dict[str, Any]) -> float:
-    shape = next(s for s in data["shapes"] if (s["groups"], s["members_per_group"]) == (60, 1))
-    return float(shape["route_us_per_read"])
+    return float(_route_60(data)["route_us_per_read"])
 
 
 CONTENTION_MODES = {"cache_off": "cache off, readers saturating",

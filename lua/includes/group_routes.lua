@@ -37,7 +37,7 @@ local function group_route(name)
   return table.concat(parts, '\n')
 end
 
--- After a change to group `name`'s row, members or their clusters.
+-- After a change to group `name`'s row, members or their clusters; the entry written, or nil.
 local function refresh_group_route(name)
   local entry = group_route(name)
   if entry then
@@ -45,13 +45,13 @@ local function refresh_group_route(name)
   else
     rcall('HDEL', k_route_groups(), name)
   end
+  return entry
 end
 
 -- For a group that has no entry: write it, with its members' P:idx:filtered flags.
 local function ensure_group_route(name)
   if rcall('HEXISTS', k_route_groups(), name) == 1 then return end
-  refresh_group_route(name)
-  local entry = rcall('HGET', k_route_groups(), name)
+  local entry = refresh_group_route(name)
   if not entry then return end
   for addr, mcluster in string.gmatch(entry, '\n[^\t]*\t([^\t]*)\t([^\n]*)') do
     if rcall('EXISTS', k_filters(mcluster, addr)) == 1 then
