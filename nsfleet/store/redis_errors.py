@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import MasterDownError, ReadOnlyError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from nsfleet.domain.errors import StoreFailed, StoreUnavailable
 
 _C = TypeVar("_C", bound=type)
+# What a failover answers meanwhile: a write that reached the old master, now a replica, or a
+# replica that lost its master. redis-py raises them as their own classes for a plain command,
+# but inside a script or a pipeline as a ResponseError carrying the error code.
+_FAILOVER_CODES = re.compile(r"-(READONLY|MASTERDOWN) ")
+
+
+def unavailable(exc: RedisError | RedisClusterException) -> bool:
+    """Whether ``exc`` means the store cannot take the call now (try again), not that it failed."""
+    return (isinstance(exc, RedisConnectionError | RedisTimeoutError | RedisClusterException
+                       | ReadOnlyError | MasterDownError)
+            or _FAILOVER_CODES.search(str(exc)) is not None)
 
 
 def translating_redis_errors(cls: _C) -> _C:
@@ -25,9 +37,9 @@ def translating_redis_errors(cls: _C) -> _C:
             try:
                 return await fn(*args, **kwargs)
             # RedisClusterException (no node reachable, slot not covered) is no RedisError.
-            except (RedisConnectionError, RedisTimeoutError, RedisClusterException) as exc:
-                raise StoreUnavailable(str(exc) or type(exc).__name__) from exc
-            except RedisError as exc:
+            except (RedisError, RedisClusterException) as exc:
+                if unavailable(exc):
+                    raise StoreUnavailable(str(exc) or type(exc).__name__) from exc
                 raise StoreFailed(str(exc) or type(exc).__name__) from exc
         return call
 

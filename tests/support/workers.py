@@ -32,6 +32,20 @@ class WorkerProcess:
         return f"http://127.0.0.1:{self.http_port}"
 
     def start(self, timeout: float = 20.0) -> WorkerProcess:
+        """Start and wait until ready. A port ``free_port`` chose can be taken before the worker
+        binds it (another process of the test, an outgoing connection): the worker then exits
+        naming it, and is started again on new ports (read ``url`` and ``remoting_port`` after
+        this returns)."""
+        for _ in range(2):
+            try:
+                return self._start_once(timeout)
+            except RuntimeError as exc:
+                if "is taken" not in str(exc):
+                    raise
+                self.http_port, self.remoting_port = free_port(), free_port()
+        return self._start_once(timeout)
+
+    def _start_once(self, timeout: float) -> WorkerProcess:
         env = {**os.environ, **self.env, "NSFLEET_HOST": "127.0.0.1",
                "NSFLEET_HTTP_PORT": str(self.http_port),
                "NSFLEET_REMOTING_PORT": str(self.remoting_port)}
