@@ -170,8 +170,9 @@ def test_failover_under_load_fails_no_read_and_loses_no_acknowledged_registratio
     """Readers on cached routes and registering brokers through a SIGKILL of the master: every
     read is answered through the failover window (from the stale view while no master is
     known), and with --min-replica-acks 1 every registration a worker acknowledged is on the
-    master the sentinels name at the end. The promoted replica has no replica of its own until the old master
-    comes back as one: until then writes are refused (503), never acknowledged."""
+    master the sentinels name at the end. The promoted replica has no replica of its own until
+    the old master comes back as one: until then writes are refused (503), never
+    acknowledged."""
     master, replica, ports = sentinel_set
     hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
     env = {"NSFLEET_REDIS_URL": f"redis+sentinel://{hosts}/{SERVICE}/0",
