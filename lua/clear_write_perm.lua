@@ -32,7 +32,7 @@ if more then
 else
   rcall('HDEL', k_perm_clears(), name)
 end
-local cleared = 0
-for _ in pairs(changed_topics) do cleared = cleared + 1 end
+-- SSCAN may return a topic twice, but its perm is cleared (and the topic touched) only once.
+local cleared = changed_count
 publish_changes()
 return {'ok', cleared, more and '1' or '0'}

@@ -12,12 +12,18 @@
   forms. Uses KEYS[1] through keys.lua; takes no ARGV[i] of its own. A script stays short (Redis
   runs one at a time) by announcing a big group's topics as "*" (touch_group).
 ]]
+-- The topics touched, in order. A topic touched twice is named twice (the readers drop a cache
+-- entry per name): a set keyed by topic cost a storm 0.25 us a row, 5 % of its Redis time.
 local changed_topics = {}
+local changed_count = 0
 local changed_all = false
 local changed_any = false
 
-local function touch_topic(topic) changed_topics[topic] = true end
-local function touch_topics(list) for _, t in ipairs(list) do changed_topics[t] = true end end
+local function touch_topic(topic)
+  changed_count = changed_count + 1
+  changed_topics[changed_count] = topic
+end
+local function touch_topics(list) for _, t in ipairs(list) do touch_topic(t) end end
 -- A change that may alter any route (group removed, filter servers, cluster tables).
 local function touch_all() changed_all = true end
 -- A change no route shows (the cluster tables of a group without topics, KV outside
@@ -43,11 +49,9 @@ end
 local SLICE = 1000
 
 local function publish_changes()
-  local names = {}
-  for t in pairs(changed_topics) do names[#names + 1] = t end
-  if #names == 0 and not changed_all and not changed_any then return nil end
+  if changed_count == 0 and not changed_all and not changed_any then return nil end
   local rev = rcall('INCR', k_rev())
-  local what = changed_all and '*' or table.concat(names, ',')
+  local what = changed_all and '*' or table.concat(changed_topics, ',')
   rcall('PUBLISH', k_changes(), rev .. ' ' .. what)
   return rev
 end

@@ -56,12 +56,14 @@ def registered_topic(value: str) -> str | None:
         return "an empty topic name"
     if len(value) > REGISTERED_TOPIC_MAX_LEN:
         return f"a topic name longer than {REGISTERED_TOPIC_MAX_LEN} characters"
-    if _UNSTORABLE_TOPIC_RE.search(value) or value == "*" or value.startswith("@"):
+    if unstorable_character(value) or value == "*" or value.startswith("@"):
         return "a topic name with ',', a control character, a leading '@' or only '*'"
     return None
 
 
-
+def unstorable_character(text: str) -> bool:
+    """Whether ``text`` holds a character no stored topic name may hold."""
+    return _UNSTORABLE_TOPIC_RE.search(text) is not None
 
 
 def addr(value: object, field: str = "brokerAddr") -> str:

@@ -14,6 +14,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
+from nsfleet.domain.table_thread import in_table_thread
 from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
@@ -62,7 +63,7 @@ OFF_LOOP_BODY_BYTES = 64 * 1024
 async def register_broker(request: web.Request) -> web.Response:
     raw = await request.read()
     if len(raw) > OFF_LOOP_BODY_BYTES:
-        reg = await asyncio.to_thread(parse.registration_bytes, raw)
+        reg = await in_table_thread(parse.registration_bytes, raw)
     else:
         reg = parse.registration_bytes(raw)
     result = await _ns(request).register_broker(reg)

@@ -8,7 +8,6 @@ refusal is a domain error that ``error_response`` maps to its code and remark.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from nsfleet.domain.model import (
     QueueData,
     TopicRouteData,
 )
+from nsfleet.domain.table_thread import in_table_thread
 from nsfleet.remoting.zone import filter_by_zone
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.route_reads import RouteAnswer
@@ -84,7 +84,7 @@ class Connection:
                 and last[2] == body):
             return last[3]
         if body is not None and len(body) > OFF_LOOP_BODY_BYTES:
-            decoded = await asyncio.to_thread(decode_register_body, body, compressed, version)
+            decoded = await in_table_thread(decode_register_body, body, compressed, version)
         else:
             decoded = decode_register_body(body, compressed, version)
         self.last_register_body = (compressed, version, body, decoded) if body else None

@@ -4,6 +4,7 @@ The Lua scripts publish through ``lua/includes/changes.lua`` (``publish_changes`
 the first three forms; workers publish the last two. Every message is ``"<rev> <what>"``:
 
   ``"<rev> <topic>,<topic>"``  these topics' routes changed; ``rev`` is the new ``P:rev``
+                               (a topic may be named twice)
   ``"<rev> *"``                any route may have changed (a group removed, filter servers)
   ``"<rev> "``                 the cluster tables changed and no route did
   ``"0 @config"``              the fleet-wide NamesrvConfig (``P:config``) changed

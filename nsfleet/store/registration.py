@@ -6,7 +6,6 @@ rows, as register_broker.lua's "head", register_topics.lua per chunk and registe
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from typing import Any
@@ -21,6 +20,7 @@ from nsfleet.domain.model import (
     RegisterResult,
     topic_queue_mapping_info,
 )
+from nsfleet.domain.table_thread import in_table_thread
 from nsfleet.store.departures import Departures
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
@@ -28,10 +28,17 @@ from nsfleet.store.replies import ScriptReplyError, Status
 from nsfleet.store.script_calls import flag, json_arg, pairs
 from nsfleet.store.unchanged_chunks import Pending, UnchangedChunks
 
-Row = tuple[str, int, int, int, int]  # a queue row for the scripts: topic, rq, wq, perm, flag
+# A queue row as the scripts take it: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
+# the numbers as decimal strings, which the scripts store as they come (a Lua tostring per field
+# cost ~1 us a row, an eighth of a first registration's Redis time).
+Row = tuple[str, str, str, str, str]
+# The decimal strings of the numbers rows usually hold (queue counts, perms, flags): a lookup
+# instead of a str() per field, a millisecond of every 10,000-topic table a storm encodes.
+_decimal = {n: str(n) for n in range(1025)}.get
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
-# A table of more topics is validated and encoded in a thread: that is milliseconds per thousand
-# topics, which would otherwise hold every read the worker serves meanwhile.
+# A table of more topics is validated and encoded in the table thread (domain/table_thread.py):
+# that is milliseconds per thousand topics, which would otherwise hold every read the worker
+# serves meanwhile.
 OFF_LOOP_TOPICS = 500
 
 
@@ -66,13 +73,13 @@ class Registering(Departures):
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)])
         # Tuples of atoms, which the garbage collector stops tracking: the memo below holds a
         # row per topic of every table a worker sees.
-        rows = [(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm,
-                 tc.topic_sys_flag) for tc in reg.topic_configs]
+        d = _decimal
+        rows = [(tc.topic_name, d(tc.read_queue_nums) or str(tc.read_queue_nums),
+                 d(tc.write_queue_nums) or str(tc.write_queue_nums),
+                 d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
+                for tc in reg.topic_configs]
         n = self.chunk_rows
-        # The scripts take the numbers as strings and store them as they come (a Lua tostring
-        # per field is an eighth of a first registration's Redis time).
-        as_text = [(t, str(rq), str(wq), str(p), str(f)) for t, rq, wq, p, f in rows]
-        topic_chunks = [json_arg(as_text[i:i + n]) for i in range(0, len(as_text), n)]
+        topic_chunks = [json_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
         for text in (*topic_chunks, b"|", *mapping_chunks):
@@ -90,7 +97,7 @@ class Registering(Departures):
         connection it came over ("<worker>:<n>"), which then keeps the broker registered until
         it closes (``connection_closed``)."""
         if len(reg.topic_configs) > OFF_LOOP_TOPICS:
-            table = await asyncio.to_thread(self._encoded_table, reg, delete_absent_topics)
+            table = await in_table_thread(self._encoded_table, reg, delete_absent_topics)
         else:
             table = self._encoded_table(reg, delete_absent_topics)
         rows, mappings, topic_chunks, mapping_chunks, digest = table

@@ -1,0 +1,39 @@
+"""The one thread per worker process that decodes and encodes big topic tables.
+
+A registration storm brings a worker dozens of 10,000-topic tables at once. Off the event loop,
+each in its own thread of the default executor, they shared the GIL: all finished together,
+~0.2 s after the first arrived, so Redis sat idle until then, and the loop, competing with
+every such thread for the GIL, held route reads up to ~250 ms (bench/scale.py). In one thread
+they are done in arrival order, the first within milliseconds, and the loop competes with one
+thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _thread() -> ThreadPoolExecutor:
+    global _executor
+    # Per process: a worker forked from a process that used it has no thread behind it.
+    if _executor is None or _executor[0] != os.getpid():
+        _executor = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="nsfleet-tables"))
+    return _executor[1]
+
+
+async def in_table_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``func(*args, **kwargs)`` in the table thread, with the caller's context (as
+    ``asyncio.to_thread``)."""
+    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_thread(), call)
