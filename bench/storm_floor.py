@@ -17,6 +17,11 @@ by Redis itself (INFO commandstats: EVALSHA usec, so client and socket costs are
   chunk's topics: what nsfleet writes), and beside it ``+revs-per-topic``, what nsfleet wrote
   before issue 32's last change (a counter key ``P:rev:topic:<t>`` per topic, one MSET per
   chunk, then the message);
+* other route indexes, each beside ``rows6+broker-and-topic-lists`` (the layout with no route
+  index): the topic's set of group numbers instead of names (an intset), a count of groups per
+  topic in one hash (what a route read visiting every group would still need, for the topic
+  list), 64 bucket sets of "topic<TAB>group" written by one variadic SADD per bucket and chunk,
+  and a bitmap per group over numbered topics written by one BITFIELD per chunk;
 * ``nsfleet``: the real thing, RouteStore.register_broker (register_broker.lua's head,
   register_topics.lua per chunk, register_commit.lua), every script call counted;
 * ``rows6+topic-sadd`` once more as native commands, a MULTI of 800 rows at a time: Redis's CPU
@@ -38,6 +43,7 @@ import json
 import statistics
 import sys
 import tempfile
+import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -57,7 +63,7 @@ CHUNK = 800
 # Each variant's loop body sees: P (prefix), name (brokerName), e (one row: topic, rq, wq, perm,
 # flag), t (= e[1]); `rows` collects the chunk's topics for the per-chunk writes after the loop.
 LOOP = """
-local P, name, rows = KEYS[1], ARGV[2], {}
+local P, name, rows, buckets = KEYS[1], ARGV[2], {}, {}
 for _, e in ipairs(cjson.decode(ARGV[1])) do
   local t = e[1]
   %s
@@ -81,6 +87,32 @@ REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
         "sets[#sets + 1] = rev end redis.call('MSET', unpack(sets)) "
         "redis.call('PUBLISH', P..':changes', rev..' '..table.concat(rows, ','))")
 
+# Other route indexes, each beside `+broker-and-topic-lists`, its layout without a route index:
+# the index keyed by group number (an intset per topic: ARGV[4] is the broker's number), a count
+# of groups per topic in one hash (what a route read going through every group would still need
+# for the topic list), 64 bucket sets of "topic<TAB>group" (one variadic SADD per bucket and chunk:
+# e[6] is the topic's bucket) and a bitmap per group over numbered topics (one BITFIELD per chunk).
+INT_SADD = "redis.call('SADD', P..':idx:topic:'..t, ARGV[4])"
+COUNT = "redis.call('HINCRBY', P..':idx:topic-counts', t, 1)"
+BUCKET = ("local b = buckets[e[6]] if not b then b = {} buckets[e[6]] = b end "
+          "b[#b + 1] = t..'\\t'..name")
+PAIR_SETS = ("for b, members in pairs(buckets) do "
+             "redis.call('SADD', P..':idx:pairs:'..b, unpack(members)) end")
+BITMAP = """
+local ids = redis.call('HMGET', P..':idx:topic-numbers', unpack(rows))
+local new, sets = {}, {}
+for i, t in ipairs(rows) do
+  if not ids[i] then
+    ids[i] = redis.call('INCR', P..':idx:topic-number')
+    new[#new + 1] = t new[#new + 1] = ids[i]
+  end
+  sets[#sets + 1] = 'SET' sets[#sets + 1] = 'u1' sets[#sets + 1] = ids[i] sets[#sets + 1] = 1
+end
+if #new > 0 then redis.call('HSET', P..':idx:topic-numbers', unpack(new)) end
+redis.call('BITFIELD', P..':idx:group-bits:'..name, unpack(sets))
+"""
+BUCKETS = 64
+
 NATIVE = "rows6+topic-sadd as native commands in a MULTI"
 VARIANTS: dict[str, tuple[str, str]] = {
     "rows4": (HSET4, ""),
@@ -97,12 +129,19 @@ VARIANTS: dict[str, tuple[str, str]] = {
                                                                f"{LISTS} {MESSAGE}"),
     "rows6+topic-sadd+broker-and-topic-lists+revs-per-topic": (f"{HSET6} {TOPIC_SADD}",
                                                                f"{LISTS} {REVS}"),
+    "rows6+broker-and-topic-lists": (HSET6, LISTS),
+    "rows6+topic-sadd-by-number+broker-and-topic-lists": (f"{HSET6} {INT_SADD}", LISTS),
+    "rows6+topic-count+broker-and-topic-lists": (f"{HSET6} {COUNT}", LISTS),
+    f"rows6+pair-sets-{BUCKETS}+broker-and-topic-lists": (f"{HSET6} {BUCKET}",
+                                                          f"{LISTS} {PAIR_SETS}"),
+    "rows6+group-bitmap+broker-and-topic-lists": (HSET6, f"{LISTS} {BITMAP}"),
 }
 
 
 def chunks(topics: int) -> list[str]:
     # The numbers as strings, as nsfleet sends them (a Lua tostring per field costs ~1 us a row).
-    return [json.dumps([[f"Topic-{i:05d}", "8", "8", "6", "0"]
+    return [json.dumps([[f"Topic-{i:05d}", "8", "8", "6", "0",
+                         zlib.crc32(f"Topic-{i:05d}".encode()) % BUCKETS]
                         for i in range(s, min(s + CHUNK, topics))])
             for s in range(0, topics, CHUNK)]
 
@@ -140,7 +179,7 @@ def lua_variant(client: aioredis.Redis, src: str, brokers: int, table: list[str]
         sha = await client.script_load(src)
         for b in range(brokers):
             for i, text in enumerate(table):
-                await client.evalsha(sha, 1, P, text, f"broker-{b:03d}", str(i))
+                await client.evalsha(sha, 1, P, text, f"broker-{b:03d}", str(i), str(b + 1))
     return write
 
 
