@@ -9,6 +9,10 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   Redis, each worker and the sender over the storm);
 * storm without reads: the same storm on a Redis and workers of their own with no reader, so
   what the reads cost the storm shows;
+* storm rounds (``--storm-rounds``): the storm with reads again, each on a fresh Redis and
+  workers, alternating with the Java NameServer's storm on a fresh JVM (``--java``): every
+  sample, and the medians over them and the first storm (this machine is shared: one storm
+  varies by ±10 % from run to run);
 * memory: Redis used_memory per queue row (B x T rows);
 * rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
   unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
@@ -599,8 +603,9 @@ def start_java(port: int, heap: str) -> subprocess.Popen[bytes]:
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
-async def java_side(args: argparse.Namespace, whole: bytes,
-                    split_bodies: list[list[bytes]]) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def java_namesrv(args: argparse.Namespace) -> AsyncIterator[tuple[int, int]]:
+    """A Java NameServer, once it answers: (port, pid)."""
     port = free_port()
     proc = start_java(port, args.java_heap)
     try:
@@ -611,23 +616,37 @@ async def java_side(args: argparse.Namespace, whole: bytes,
                 break
             except OSError:
                 await asyncio.sleep(0.1)
-        conns = [await Conn.open(port) for _ in range(args.brokers)]
-        with Reads(port, args.topics) as reads:
-            meter = CpuMeter({"java": proc.pid})
-            started = time.perf_counter()
-            await asyncio.gather(*(c.call(register_frame(b, whole, 1))
-                                   for b, c in enumerate(conns)))
-            elapsed = time.perf_counter() - started
-            cpu = meter.read()
-            read = reads.result()
-        ok = await routes_list_every_broker(port, args.topics, args.brokers)
-        out: dict[str, Any] = {"storm_s": round(elapsed, 2), "reads_during_ms": read, "cpu": cpu,
-                               "every_route_lists_every_broker": ok}
+        yield port, proc.pid
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+async def java_storm(port: int, pid: int, args: argparse.Namespace, whole: bytes
+                     ) -> tuple[dict[str, Any], list[Conn]]:
+    conns = [await Conn.open(port) for _ in range(args.brokers)]
+    with Reads(port, args.topics) as reads:
+        meter = CpuMeter({"java": pid})
+        started = time.perf_counter()
+        await asyncio.gather(*(c.call(register_frame(b, whole, 1))
+                               for b, c in enumerate(conns)))
+        elapsed = time.perf_counter() - started
+        cpu = meter.read()
+        read = reads.result()
+    return {"storm_s": round(elapsed, 2), "reads_during_ms": read, "cpu": cpu}, conns
+
+
+async def java_side(args: argparse.Namespace, whole: bytes,
+                    split_bodies: list[list[bytes]]) -> dict[str, Any]:
+    async with java_namesrv(args) as (port, pid):
+        out, conns = await java_storm(port, pid, args, whole)
+        out["every_route_lists_every_broker"] = await routes_list_every_broker(
+            port, args.topics, args.brokers)
         # A steady-state round: its CPU (the JVM's, as nsfleet's is Redis time).
         for name, frames in (("whole", lambda b: [register_frame(b, whole, 2)]),
                              ("split", lambda b: [register_frame(b, c, 3)
                                                   for c in split_bodies[0]])):
-            meter = CpuMeter({"java": proc.pid})
+            meter = CpuMeter({"java": pid})
 
             async def one(b: int, c: Conn, frames: Any = frames) -> None:
                 for frame in frames(b):
@@ -640,9 +659,55 @@ async def java_side(args: argparse.Namespace, whole: bytes,
         for c in conns:
             c.close()
         return out
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
+
+
+async def storm_rounds(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+    """The storm with reads ``args.storm_rounds`` more times, each on a fresh Redis and workers,
+    alternating with the Java NameServer's storm on a fresh JVM (``--java``)."""
+    samples: dict[str, list[Any]] = {"nsfleet_storm_s": [], "nsfleet_reads_p99_ms": [],
+                                     "nsfleet_reads_max_ms": [], "nsfleet_reads_failed": []}
+    if args.java:
+        samples["java_storm_s"] = []
+    for _ in range(args.storm_rounds):
+        async with fleet() as f:
+            result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
+                                        args.topics, {"redis": await f.redis_pid()})
+            for conn in conns:
+                conn.close()
+        samples["nsfleet_storm_s"].append(result["storm_s"])
+        read = result["reads_during_ms"]
+        samples["nsfleet_reads_p99_ms"].append(read["p99"])
+        samples["nsfleet_reads_max_ms"].append(read["max"])
+        samples["nsfleet_reads_failed"].append(read["failed"])
+        if args.java:
+            async with java_namesrv(args) as (port, pid):
+                java, conns = await java_storm(port, pid, args, whole)
+                for conn in conns:
+                    conn.close()
+            samples["java_storm_s"].append(java["storm_s"])
+    return samples
+
+
+def storm_medians(results: dict[str, Any]) -> dict[str, Any]:
+    """Medians over the first storm and the storm rounds, nsfleet's and Java's."""
+    extra = results["nsfleet"].get("storm_rounds", {})
+    storm = results["nsfleet"]["storm"]
+    ns = [storm["storm_s"], *extra.get("nsfleet_storm_s", [])]
+    out: dict[str, Any] = {
+        "samples": len(ns),
+        "nsfleet_storm_s": round(statistics.median(ns), 2),
+        "nsfleet_reads_p99_ms": round(statistics.median(
+            [storm["reads_during_ms"]["p99"], *extra.get("nsfleet_reads_p99_ms", [])]), 1),
+        "nsfleet_reads_max_ms": max(storm["reads_during_ms"]["max"],
+                                    *extra.get("nsfleet_reads_max_ms", [])),
+        "nsfleet_reads_failed": storm["reads_during_ms"]["failed"]
+        + sum(extra.get("nsfleet_reads_failed", [])),
+    }
+    if "java" in results:
+        java = [results["java"]["storm_s"], *extra.get("java_storm_s", [])]
+        out["java_storm_s"] = round(statistics.median(java), 2)
+        out["nsfleet_over_java"] = round(out["nsfleet_storm_s"] / out["java_storm_s"], 2)
+    return out
 
 
 async def main() -> None:
@@ -654,6 +719,8 @@ async def main() -> None:
     parser.add_argument("--skip-nsfleet", action="store_true")
     parser.add_argument("--no-analytics", dest="analytics", action="store_false",
                         help="skip `nsfleet analytics` over the namespace")
+    parser.add_argument("--storm-rounds", type=int, default=3,
+                        help="more storms with reads, alternating with Java's (medians)")
     args = parser.parse_args()
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
@@ -668,6 +735,10 @@ async def main() -> None:
         if "nsfleet" in results:
             results["storm_nsfleet_over_java"] = round(
                 results["nsfleet"]["storm"]["storm_s"] / results["java"]["storm_s"], 2)
+    if "nsfleet" in results:
+        if args.storm_rounds:
+            results["nsfleet"]["storm_rounds"] = await storm_rounds(args, whole)
+        results["storm_medians"] = storm_medians(results)
     write_results("scale", results)
 
 
