@@ -13,7 +13,7 @@
   runs one at a time) by announcing a big group's topics as "*" (touch_group).
 ]]
 -- The topics touched, in order. A topic touched twice is named twice (the readers drop a cache
--- entry per name): a set keyed by topic cost a storm 0.25 us a row, 5 % of its Redis time.
+-- entry per name): a set keyed by topic cost a storm ~0.2 us a row, ~4 % of its Redis time.
 local changed_topics = {}
 local changed_count = 0
 local changed_all = false
