@@ -304,14 +304,15 @@ def whole_frames(whole: bytes) -> Any:
     return lambda b, opaque: register_frame(b, whole, opaque)
 
 
-async def storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
-    """The same storm on a Redis and workers of its own with no reader: beside the storm with
-    reads, what the route reads made during it cost the registrations (each is a script of
-    ~6 us of Redis per group of the route, bench/route_cost.py)."""
+async def storm_on_own_fleet(args: argparse.Namespace, whole: bytes, *,
+                             reads: bool) -> dict[str, Any]:
+    """The storm on a Redis and workers of its own. Without reads, beside the storm with them:
+    what the route reads made during it cost the registrations (each is a script of ~6 us of
+    Redis per group of the route, bench/route_cost.py)."""
     async with fleet() as f:
         await f.client.config_resetstat()
         result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
-                                    args.topics, {"redis": await f.redis_pid()}, reads=False)
+                                    args.topics, {"redis": await f.redis_pid()}, reads=reads)
         result["script_s"] = round(await script_usec(f.client) / 1e6, 2)
         for conn in conns:
             conn.close()
@@ -669,11 +670,7 @@ async def storm_rounds(args: argparse.Namespace, whole: bytes) -> dict[str, Any]
     if args.java:
         samples["java_storm_s"] = []
     for _ in range(args.storm_rounds):
-        async with fleet() as f:
-            result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
-                                        args.topics, {"redis": await f.redis_pid()})
-            for conn in conns:
-                conn.close()
+        result = await storm_on_own_fleet(args, whole, reads=True)
         samples["nsfleet_storm_s"].append(result["storm_s"])
         read = result["reads_during_ms"]
         samples["nsfleet_reads_p99_ms"].append(read["p99"])
@@ -729,7 +726,8 @@ async def main() -> None:
                      for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
     if not args.skip_nsfleet:
         results["nsfleet"] = await nsfleet_side(args, whole, split_bodies)
-        results["nsfleet"]["storm_without_reads"] = await storm_without_reads(args, whole)
+        results["nsfleet"]["storm_without_reads"] = await storm_on_own_fleet(args, whole,
+                                                                             reads=False)
     if args.java:
         results["java"] = await java_side(args, whole, split_bodies)
         if "nsfleet" in results:
