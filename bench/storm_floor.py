@@ -3,8 +3,9 @@ nsfleet's row layout, next to the floors the issue measured, all on one throwawa
 in one run, with no worker in between.
 
 Every variant writes B brokers x T topics (every broker serving every topic) as Lua calls of
-800 rows, the way register_topics.lua receives them (one JSON argument per chunk), and is timed
-by Redis itself (INFO commandstats: EVALSHA usec, so client and socket costs are left out):
+800 rows, the way register_topics.lua receives them (one argument per chunk, a tab-separated line
+per row), and is timed by Redis itself (INFO commandstats: EVALSHA usec, so client and socket
+costs are left out):
 
 * the issue's floors: ``rows4`` (a 4-field hash per row), ``rows4+topic-sadd+chunk-list`` (one
   SADD per row into a per-topic set, the broker's topic list as one field per chunk),
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -60,23 +60,29 @@ from nsfleet.store import RouteStore
 P = "nsfleet:{floor}"
 CHUNK = 800
 
-# Each variant's loop body sees: P (prefix), name (brokerName), e (one row: topic, rq, wq, perm,
-# flag), t (= e[1]); `rows` collects the chunk's topics for the per-chunk writes after the loop.
+# Each variant's loop body sees: P (prefix), name (brokerName), one row as t (topic), rq, wq, pm
+# (perm), fl (topicSysFlag) and bk (the topic's bucket, for the bucket variant); `rows` collects
+# the chunk's topics for the per-chunk writes after the loop. A chunk is one argument of text, a
+# tab-separated line per row, read with string.gmatch as nsfleet's scripts read theirs
+# (lua/includes/queues.lua; the bucket is a sixth field nsfleet's lines lack).
 LOOP = """
 local P, name, rows, buckets = KEYS[1], ARGV[2], {}, {}
-for _, e in ipairs(cjson.decode(ARGV[1])) do
-  local t = e[1]
+for t, rq, wq, pm, fl, bk in string.gmatch(ARGV[1],
+    '([^\\t\\n]*)\\t([^\\t\\n]*)\\t([^\\t\\n]*)\\t([^\\t\\n]*)\\t([^\\t\\n]*)\\t([^\\t\\n]*)\\n') do
   %s
   rows[#rows + 1] = t
 end
 %s
 return #rows
 """
-HSET4 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'readQueueNums', e[2], "
-         "'writeQueueNums', e[3], 'perm', e[4], 'topicSysFlag', e[5])")
+HSET4 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'readQueueNums', rq, "
+         "'writeQueueNums', wq, 'perm', pm, 'topicSysFlag', fl)")
 HSET6 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'topic', t, 'brokerName', name, "
-         "'readQueueNums', e[2], 'writeQueueNums', e[3], 'perm', e[4], 'topicSysFlag', e[5])")
+         "'readQueueNums', rq, 'writeQueueNums', wq, 'perm', pm, 'topicSysFlag', fl)")
 TOPIC_SADD = "redis.call('SADD', P..':idx:topic:'..t, name)"
+# nsfleet's layout writes the route index after the chunk's rows (lua/includes/queues.lua: the
+# sets one after another cost ~0.3 us a row less than a SADD beside each row).
+TOPIC_SADDS = "for _, t in ipairs(rows) do redis.call('SADD', P..':idx:topic:'..t, name) end"
 CHUNK_LIST = ("redis.call('HSET', P..':idx:chunks:'..name, ARGV[3], table.concat(rows, ','))")
 LISTS = ("redis.call('SADD', P..':idx:broker-topics:'..name, unpack(rows)) "
          "redis.call('SADD', P..':idx:topics', unpack(rows))")
@@ -91,10 +97,10 @@ REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
 # the index keyed by group number (an intset per topic: ARGV[4] is the broker's number), a count
 # of groups per topic in one hash (what a route read going through every group would still need
 # for the topic list), 64 bucket sets of "topic<TAB>group" (one variadic SADD per bucket and chunk:
-# e[6] is the topic's bucket) and a bitmap per group over numbered topics (one BITFIELD per chunk).
+# bk is the topic's bucket) and a bitmap per group over numbered topics (one BITFIELD per chunk).
 INT_SADD = "redis.call('SADD', P..':idx:topic:'..t, ARGV[4])"
 COUNT = "redis.call('HINCRBY', P..':idx:topic-counts', t, 1)"
-BUCKET = ("local b = buckets[e[6]] if not b then b = {} buckets[e[6]] = b end "
+BUCKET = ("local b = buckets[bk] if not b then b = {} buckets[bk] = b end "
           "b[#b + 1] = t..'\\t'..name")
 PAIR_SETS = ("for b, members in pairs(buckets) do "
              "redis.call('SADD', P..':idx:pairs:'..b, unpack(members)) end")
@@ -121,14 +127,14 @@ VARIANTS: dict[str, tuple[str, str]] = {
         f"{HSET4} {TOPIC_SADD} redis.call('SADD', P..':idx:broker-topics:'..name, t)",
         CHUNK_LIST),
     "hash-per-topic": ("redis.call('HSET', P..':route:'..t, name, "
-                       "e[2]..','..e[3]..','..e[4]..','..e[5])", ""),
+                       "rq..','..wq..','..pm..','..fl)", ""),
     "rows6": (HSET6, ""),
-    "rows6+topic-sadd": (f"{HSET6} {TOPIC_SADD}", ""),
-    "rows6+topic-sadd+broker-and-topic-lists": (f"{HSET6} {TOPIC_SADD}", LISTS),
-    "rows6+topic-sadd+broker-and-topic-lists+change-message": (f"{HSET6} {TOPIC_SADD}",
-                                                               f"{LISTS} {MESSAGE}"),
-    "rows6+topic-sadd+broker-and-topic-lists+revs-per-topic": (f"{HSET6} {TOPIC_SADD}",
-                                                               f"{LISTS} {REVS}"),
+    "rows6+topic-sadd": (HSET6, TOPIC_SADDS),
+    "rows6+topic-sadd+broker-and-topic-lists": (HSET6, f"{TOPIC_SADDS} {LISTS}"),
+    "rows6+topic-sadd+broker-and-topic-lists+change-message": (
+        HSET6, f"{TOPIC_SADDS} {LISTS} {MESSAGE}"),
+    "rows6+topic-sadd+broker-and-topic-lists+revs-per-topic": (
+        HSET6, f"{TOPIC_SADDS} {LISTS} {REVS}"),
     "rows6+broker-and-topic-lists": (HSET6, LISTS),
     "rows6+topic-sadd-by-number+broker-and-topic-lists": (f"{HSET6} {INT_SADD}", LISTS),
     "rows6+topic-count+broker-and-topic-lists": (f"{HSET6} {COUNT}", LISTS),
@@ -140,9 +146,9 @@ VARIANTS: dict[str, tuple[str, str]] = {
 
 def chunks(topics: int) -> list[str]:
     # The numbers as strings, as nsfleet sends them (a Lua tostring per field costs ~1 us a row).
-    return [json.dumps([[f"Topic-{i:05d}", "8", "8", "6", "0",
-                         zlib.crc32(f"Topic-{i:05d}".encode()) % BUCKETS]
-                        for i in range(s, min(s + CHUNK, topics))])
+    names = [f"Topic-{i:05d}" for i in range(topics)]
+    return ["".join(f"{t}\t8\t8\t6\t0\t{zlib.crc32(t.encode()) % BUCKETS}\n"
+                    for t in names[s:s + CHUNK])
             for s in range(0, topics, CHUNK)]
 
 

@@ -38,8 +38,9 @@
              deleteTopicWithBrokerRegistration may remove more answers {"chunk"} having written
              nothing
     ARGV[22 .. 21+F] filter server addresses
-    ARGV[22+F] the T topics, a JSON array of arrays (topic, readQueueNums, writeQueueNums, perm,
-               topicSysFlag), the numbers as decimal strings
+    ARGV[22+F] the T topics, a line each: topic, readQueueNums, writeQueueNums, perm,
+               topicSysFlag, tab-separated, the numbers as decimal strings
+               (includes/queues.lua's TABLE_ROW)
     ARGV[23+F] the M static-topic mappings, a JSON array of arrays (topic, bname,
                TopicQueueMappingInfo JSON)
   Output:
@@ -259,12 +260,10 @@ local clear_write = is_prime_slave and acting == 'true'
 local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
 local added_rows = 0
 if (is_master or is_prime_slave) and not skip and not head then
-  local topics = cjson.decode(ARGV[table_at])
-  added_rows = write_queues(name, topics, cjson.decode(ARGV[table_at + 1]), force, clear_write,
-    fresh)
+  added_rows = write_queues(name, ARGV[table_at], cjson.decode(ARGV[table_at + 1]), force,
+    clear_write, fresh)
   if delete_absent then
-    local incoming = {}
-    for _, e in ipairs(topics) do incoming[e[1]] = true end
+    local incoming = table_topics(ARGV[table_at])
     for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
       if not incoming[topic] then drop_queue(topic, name) end
     end

@@ -11,8 +11,8 @@
     ARGV[4] the generation the head answered
     ARGV[5] "1" = write every topic (force), "0" = only topics missing their queue row
     ARGV[6] "1" = clear the write perm (a prime slave of an acting-master group)
-    ARGV[7] topics, a JSON array of arrays (topic, readQueueNums, writeQueueNums, perm,
-            topicSysFlag), the numbers as decimal strings
+    ARGV[7] topics, a line each: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
+            tab-separated, the numbers as decimal strings (includes/queues.lua's TABLE_ROW)
     ARGV[8] static-topic mappings, a JSON array of arrays (topic, bname, TopicQueueMappingInfo JSON)
     ARGV[9] topics whose queue data of this group goes, as a JSON array of topics
     ARGV[10] "1" = the group had no queue data when the registration began (the head's fresh):
@@ -37,7 +37,7 @@ if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
 end
 local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
-local added = write_queues(name, cjson.decode(ARGV[7]), cjson.decode(ARGV[8]), ARGV[5] == '1',
+local added = write_queues(name, ARGV[7], cjson.decode(ARGV[8]), ARGV[5] == '1',
   ARGV[6] == '1', ARGV[10] == '1')
 local btkey = k_broker_topics(name)
 for _, topic in ipairs(cjson.decode(ARGV[9])) do

@@ -25,7 +25,7 @@ from nsfleet.store.departures import Departures
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
-from nsfleet.store.script_calls import flag, json_arg, pairs
+from nsfleet.store.script_calls import flag, json_arg, pairs, table_arg
 from nsfleet.store.unchanged_chunks import Pending, UnchangedChunks
 
 # A queue row as the scripts take it: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
@@ -79,7 +79,7 @@ class Registering(Departures):
                  d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
                 for tc in reg.topic_configs]
         n = self.chunk_rows
-        topic_chunks = [json_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
+        topic_chunks = [table_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
         for text in (*topic_chunks, b"|", *mapping_chunks):
@@ -114,7 +114,7 @@ class Registering(Departures):
                     len(rows) if full else 0, flag(delete_absent_topics),
                     flag(return_order_conf), reg.topics_sent, connection or "",
                     len(mappings), digest, mode, self.chunk_rows,
-                    *(filters or ()), topic_chunks[0] if full and topic_chunks else "[]",
+                    *(filters or ()), topic_chunks[0] if full and topic_chunks else "",
                     mapping_chunks[0] if full and mapping_chunks else "[]"]
 
         # What register_broker.lua compares as the registration's meta, with what else shapes
@@ -206,7 +206,7 @@ class Registering(Departures):
         if writer == "1":
             n = self.chunk_rows
             calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
-            calls += [[*base, "[]", text, "[]", fresh] for text in mapping_chunks]
+            calls += [[*base, "", text, "[]", fresh] for text in mapping_chunks]
             # A "stale" chunk: a newer registration of the broker, or its removal, took over.
             for status, rest in await self._call_many("register_topics", calls,
                                                       stop_on=Status.STALE):
@@ -220,7 +220,7 @@ class Registering(Departures):
                 absent = [t async for t in self.redis.sscan_iter(
                     self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
                 absent = sorted(set(absent))  # SSCAN may return a member twice
-                calls = [[*base, "[]", "[]", json_arg(absent[i:i + n]), "0"]
+                calls = [[*base, "", "[]", json_arg(absent[i:i + n]), "0"]
                          for i in range(0, len(absent), n)]
                 for status, rest in await self._call_many("register_topics", calls,
                                                           stop_on=Status.STALE):

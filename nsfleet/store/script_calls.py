@@ -40,6 +40,14 @@ def json_arg(value: Any) -> bytes:
     return _encode(value)
 
 
+def table_arg(rows: Sequence[Sequence[str]]) -> bytes:
+    """A topic table as register_broker.lua and register_topics.lua take it: a line per row, its
+    fields separated by tabs (lua/includes/queues.lua, TABLE_ROW). Stored topic names hold no
+    control character (``validation.unstorable_character``), so no field holds a tab or a
+    newline."""
+    return "".join(["\t".join(row) + "\n" for row in rows]).encode()
+
+
 def flag(b: bool) -> str:
     return "1" if b else "0"
 
