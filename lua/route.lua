@@ -1,29 +1,37 @@
 --[[
-  Assemble one topic's route (RouteInfoManager.pickupTopicRouteData) in one round trip. Members
-  whose live row has expired are left out even before the sweep runs, and the route is shaped as
-  it will be once the sweep has run: a group with no live member is left out with its queue data,
-  and a group with enableActingMaster that has lost its live master is shown without the write
-  perm. What the route shows of every group comes from P:idx:route-groups in one HMGET
-  (includes/group_routes.lua), and the filter-server lists are read only while some broker has
-  one (P:idx:filtered): per group, a route costs its queue row and a PTTL per member.
+  Read what one topic's route (RouteInfoManager.pickupTopicRouteData) is made of, in one round
+  trip; nsfleet.store.table_reads assembles it. Redis is the one part of a fleet that does not
+  scale out, so this script only reads: the groups serving the topic (sorted), each group's queue
+  row, what a route shows of each group from P:idx:route-groups in one HMGET
+  (includes/group_routes.lua), and each member's PTTL, so that a member whose live row has
+  expired is left out even before the sweep runs. Which members are live, which groups have one,
+  the min TTL and an acting master's write perm are worked out by the worker (a route of 60
+  groups cost Redis ~2.5x as much when this script built it: bench/route_cost.py). The filter
+  server lists of live members are read only while some broker has one (P:idx:filtered).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kv:ORDER_TOPIC_CONFIG
     ARGV[1] topic
     ARGV[2] "1" = include orderTopicConf (orderMessageEnable)
   Output:
-    {"none"} when there is no queue data or no live group (TOPIC_NOT_EXIST), else
-    {"ok", orderTopicConf|"", ttl, mappings, group1, group2, ...}
-      ttl   ms until the first listed member's deadline
+    {"none"} when no group serves the topic, else
+    {"ok", orderTopicConf|"", mappings, names, rows, entries, ttls, filters}
       mappings = {bname1, TopicQueueMappingInfo JSON, ...} (static topics; {} for others)
-      group = {brokerName, cluster, enableActingMaster, zoneName, readQueueNums, writeQueueNums,
-               perm, topicSysFlag, {id1, addr1, ...}, {addr, "f1<newline>f2", ...}}
+      names    = the groups serving the topic, sorted
+      rows     = per group, its queue row: readQueueNums, writeQueueNums, perm, topicSysFlag
+                 (four nils when the row is gone: the group's rows still draining)
+      entries  = per group, its P:idx:route-groups entry "<cluster>\t<enableActingMaster>\t
+                 <zoneName>" .. ("\n<id>\t<addr>\t<member cluster>")*, or nil when its row is
+                 gone or it has no group row
+      ttls     = per member of those entries, in order, the PTTL of its live row (< 0: not live)
+      filters  = {addr1, "f1<newline>f2", ...}: the filter servers of live members that have some
 ]]
 --- @include "keys"
 --- @include "group_routes"
 
 -- HMGET takes at most this many fields at a time (Lua's unpack limit).
 local BATCH = 1000
+local MEMBER = '\n[^\t]*\t([^\t]*)\t([^\n]*)'
 
 local topic = ARGV[1]
 local names = rcall('SMEMBERS', k_topic(topic))
@@ -36,40 +44,31 @@ for from = 1, #names, BATCH do
   for i = 1, #got do entries[from + i - 1] = got[i] end
 end
 local filtered = rcall('SCARD', k_filtered()) > 0
-local reply = {'ok', '', -1, rcall('HGETALL', k_mappings(topic))}
-local min_ttl = -1
+local rows, ttls, filters = {}, {}, {}
 for n, name in ipairs(names) do
   local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
     'topicSysFlag')
+  rows[#rows + 1] = q[1]
+  rows[#rows + 1] = q[2]
+  rows[#rows + 1] = q[3]
+  rows[#rows + 1] = q[4]
   -- A group without an entry: gone (its rows still draining), or written before the index.
-  local entry = q[1] and (entries[n] or group_route(name))
+  local entry = q[1] and (entries[n] or group_route(name)) or false
+  entries[n] = entry
   if entry then
-    local cluster, acting, zone = string.match(entry, '^([^\t]*)\t([^\t]*)\t([^\n]*)')
-    local addrs, filters, has_master = {}, {}, false
-    for id, addr, mcluster in string.gmatch(entry, '\n([^\t]*)\t([^\t]*)\t([^\n]*)') do
+    for addr, mcluster in string.gmatch(entry, MEMBER) do
       local ttl = rcall('PTTL', k_broker(mcluster, addr))
-      if ttl >= 0 then
-        if min_ttl < 0 or ttl < min_ttl then min_ttl = ttl end
-        addrs[#addrs + 1] = id
-        addrs[#addrs + 1] = addr
-        if id == '0' then has_master = true end
-        if filtered then
-          local fs = rcall('LRANGE', k_filters(mcluster, addr), 0, -1)
-          if #fs > 0 then
-            filters[#filters + 1] = addr
-            filters[#filters + 1] = table.concat(fs, '\n')
-          end
+      ttls[#ttls + 1] = ttl
+      if filtered and ttl >= 0 then
+        local fs = rcall('LRANGE', k_filters(mcluster, addr), 0, -1)
+        if #fs > 0 then
+          filters[#filters + 1] = addr
+          filters[#filters + 1] = table.concat(fs, '\n')
         end
       end
     end
-    if #addrs > 0 then
-      local perm = tonumber(q[3])
-      if not has_master and acting == 'true' and writeable(perm) then perm = perm - 2 end
-      reply[#reply + 1] = {name, cluster, acting, zone, q[1], q[2], perm, q[4], addrs, filters}
-    end
   end
 end
-if #reply == 4 then return {'none'} end
-if ARGV[2] == '1' then reply[2] = rcall('HGET', KEYS[2], topic) or '' end
-reply[3] = min_ttl
-return reply
+local order_conf = ARGV[2] == '1' and rcall('HGET', KEYS[2], topic) or ''
+return {'ok', order_conf or '', rcall('HGETALL', k_mappings(topic)), names, rows, entries, ttls,
+  filters}

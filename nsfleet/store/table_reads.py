@@ -5,6 +5,7 @@ outage."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import Counter
 from collections.abc import Awaitable
@@ -17,12 +18,14 @@ from redis.exceptions import ResponseError
 
 from nsfleet.domain import validation
 from nsfleet.domain.model import (
+    PERM_WRITE,
     BrokerData,
     ClusterInfo,
     DataVersion,
     LiveBroker,
     QueueData,
     TopicRouteData,
+    is_writeable,
     topic_queue_mapping_info,
 )
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
@@ -47,6 +50,12 @@ class ViewMarker:
 
     server: str
     rev: int
+
+
+# route.lua's group entries (lua/includes/group_routes.lua), read as route.lua's own patterns
+# read them, so that its PTTLs, one per member found, line up with the members found here.
+_GROUP_HEAD = re.compile(r"([^\t]*)\t([^\t]*)\t([^\n]*)")
+_MEMBER = re.compile(r"\n([^\t]*)\t([^\t]*)\t[^\n]*")
 
 
 def _run_id(info: Any) -> str:
@@ -84,24 +93,51 @@ class TableReads(ScriptCaller):
         return out
 
     async def pickup_route(self, topic: str, *, order_conf: bool = False) -> RouteRead | None:
-        """The topic's TopicRouteData, or None when no queue data or no live group remains."""
+        """The topic's TopicRouteData, or None when no queue data or no live group remains.
+        route.lua reads the parts in one round trip; they are put together here, in the worker,
+        as the script's header describes (workers scale out, Redis does not)."""
         validation.route_topic(topic)
         status, rest = await self._call("route", [topic, flag(order_conf)],
                                         [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status is Status.NONE:
             return None
-        order_topic_conf, ttl, mappings, *groups = rest
-        route = TopicRouteData(order_topic_conf=order_topic_conf or None,
-                               topic_queue_mapping_by_broker={
-                                   bname: topic_queue_mapping_info(json.loads(info), bname)
-                                   for bname, info in pairs(mappings).items()} or None)
-        for name, cluster, acting, zone, rq, wq, perm, sysflag, addrs, filters in groups:
-            route.queue_datas.append(QueueData(name, int(rq), int(wq), int(perm), int(sysflag)))
-            route.broker_datas.append(BrokerData(cluster, name, member_addrs(addrs),
-                                                 acting == "true", zone or None))
-            for addr, fs in pairs(filters).items():
-                route.filter_server_table[addr] = fs.split("\n")
-        return RouteRead(route, int(ttl))
+        order_topic_conf, mappings, names, rows, entries, ttls, filters = rest
+        route = TopicRouteData(order_topic_conf=order_topic_conf or None)
+        live_ttls = iter(ttls)
+        min_ttl = -1
+        for n, name in enumerate(names):
+            entry = entries[n]
+            if not entry:
+                continue
+            head, _, _ = entry.partition("\n")
+            cluster, acting, zone = _GROUP_HEAD.match(head).groups()
+            addrs: dict[int, str] = {}
+            has_master = False
+            for member in _MEMBER.finditer(entry):
+                ttl = next(live_ttls)
+                if ttl >= 0:
+                    min_ttl = ttl if min_ttl < 0 else min(min_ttl, ttl)
+                    addrs[int(member[1])] = member[2]
+                    has_master = has_master or member[1] == "0"
+            if not addrs:
+                continue
+            rq, wq, perm, sysflag = rows[4 * n:4 * n + 4]
+            # An acting-master group that lost its live master shows no write perm (as the
+            # sweep will store it: includes/cascade.lua).
+            write_cleared = not has_master and acting == "true" and is_writeable(int(perm))
+            route.queue_datas.append(QueueData(name, int(rq), int(wq),
+                                               int(perm) - PERM_WRITE if write_cleared
+                                               else int(perm), int(sysflag)))
+            route.broker_datas.append(BrokerData(cluster, name, addrs, acting == "true",
+                                                 zone or None))
+        if not route.broker_datas:
+            return None
+        for addr, fs in pairs(filters).items():
+            route.filter_server_table[addr] = fs.split("\n")
+        route.topic_queue_mapping_by_broker = {
+            bname: topic_queue_mapping_info(json.loads(info), bname)
+            for bname, info in pairs(mappings).items()} or None
+        return RouteRead(route, min_ttl)
 
     async def rev(self) -> int:
         return int(await self.redis.get(self.keys.rev) or 0)

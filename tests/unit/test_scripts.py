@@ -274,7 +274,8 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("register_topic", "ok")] == ["ok", 0]
     assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
     assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
-    ok_route = seen[("route", "ok")]
-    assert ok_route[0] == "ok" and ok_route[1] == "" and isinstance(ok_route[2], int)
-    assert ok_route[3] == []  # no static-topic mappings
-    assert [g[0] for g in ok_route[4:]] == ["g"]
+    status, order_conf, mappings, names, rows, entries, ttls, filters = seen[("route", "ok")]
+    assert (status, order_conf, mappings, names) == ("ok", "", [], ["g"])  # no static topics
+    assert len(rows) == 4 and entries[0].startswith("c1\t")
+    assert len(ttls) == entries[0].count("\n") and all(isinstance(t, int) for t in ttls)
+    assert filters == []
