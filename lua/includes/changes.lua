@@ -23,7 +23,11 @@ local function touch_topic(topic)
   changed_count = changed_count + 1
   changed_topics[changed_count] = topic
 end
-local function touch_topics(list) for _, t in ipairs(list) do touch_topic(t) end end
+local function touch_topics(list)
+  local n = changed_count
+  for i = 1, #list do changed_topics[n + i] = list[i] end
+  changed_count = n + #list
+end
 -- A change that may alter any route (group removed, filter servers, cluster tables).
 local function touch_all() changed_all = true end
 -- A change no route shows (the cluster tables of a group without topics, KV outside

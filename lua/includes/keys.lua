@@ -9,12 +9,16 @@ local rcall = redis.call
 local P = KEYS[1]
 local function k_broker(cluster, addr) return P .. ':broker:' .. cluster .. ':' .. addr end
 local function k_group(name) return P .. ':group:' .. name end
+-- k_queue(topic, name) is parts[1] .. topic .. parts[2] (a loop over a table builds each row's
+-- key with one concatenation).
+local function k_queue_parts(name) return P .. ':queue:', ':' .. name end
 local function k_queue(topic, name) return P .. ':queue:' .. topic .. ':' .. name end
 local function k_clusters() return P .. ':idx:clusters' end
 local function k_cluster(cluster) return P .. ':idx:cluster:' .. cluster end
 local function k_members(name) return P .. ':idx:members:' .. name end
 local function k_topics() return P .. ':idx:topics' end
-local function k_topic(topic) return P .. ':idx:topic:' .. topic end
+local function k_topic_prefix() return P .. ':idx:topic:' end
+local function k_topic(topic) return k_topic_prefix() .. topic end
 local function k_broker_topics(name) return P .. ':idx:broker-topics:' .. name end
 local function k_deadlines() return P .. ':idx:deadlines' end
 local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' .. addr end
