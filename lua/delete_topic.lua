@@ -15,15 +15,23 @@
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
+--- @include "group_ids"
 
 local topic, cluster, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local names, left
 if cluster == '' then
   -- O(limit), not O(groups serving the topic): a call never reads more than it removes.
-  names = rcall('SRANDMEMBER', k_topic(topic), limit)
+  names = group_names_of(rcall('SRANDMEMBER', k_topic(topic), limit))
   left = rcall('SCARD', k_topic(topic)) - #names
 else
-  names = rcall('SINTER', k_topic(topic), k_cluster(cluster))
+  names = {}
+  local all = group_names_of(rcall('SMEMBERS', k_topic(topic)))
+  if #all > 0 then
+    local in_cluster = rcall('SMISMEMBER', k_cluster(cluster), unpack(all))
+    for i, name in ipairs(all) do
+      if in_cluster[i] == 1 then names[#names + 1] = name end
+    end
+  end
   left = math.max(#names - limit, 0)
 end
 local count = math.min(#names, limit)

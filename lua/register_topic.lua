@@ -13,6 +13,7 @@
 ]]
 --- @include "keys"
 --- @include "changes"
+--- @include "group_ids"
 
 local topic = ARGV[1]
 local n = (#ARGV - 1) / 5
@@ -31,7 +32,7 @@ for i = 0, n - 1 do
   rcall('HSET', k_queue(topic, name), 'topic', topic, 'brokerName', name,
     'readQueueNums', ARGV[at + 1], 'writeQueueNums', ARGV[at + 2], 'perm', ARGV[at + 3],
     'topicSysFlag', ARGV[at + 4])
-  rcall('SADD', k_topic(topic), name)
+  rcall('SADD', k_topic(topic), group_id(name))
   rcall('SADD', k_broker_topics(name), topic)
   rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)  -- the next registration does full work
   rcall('SADD', k_topics(), topic)

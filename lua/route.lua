@@ -28,13 +28,14 @@
 ]]
 --- @include "keys"
 --- @include "group_routes"
+--- @include "group_ids"
 
 -- HMGET takes at most this many fields at a time (Lua's unpack limit).
 local BATCH = 1000
 local MEMBER = '\n[^\t]*\t([^\t]*)\t([^\n]*)'
 
 local topic = ARGV[1]
-local names = rcall('SMEMBERS', k_topic(topic))
+local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
 if #names == 0 then return {'none'} end
 table.sort(names)
 local entries = {}

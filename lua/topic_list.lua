@@ -12,6 +12,7 @@
     {"ok", topic1, topic2, ...}   the topics, unsorted
 ]]
 --- @include "keys"
+--- @include "group_ids"
 
 local mode = ARGV[1]
 if mode == 'cluster' then
@@ -25,7 +26,7 @@ if mode == 'cluster' then
 end
 local out = {'ok'}
 for _, topic in ipairs(rcall('SMEMBERS', k_topics())) do
-  local names = rcall('SMEMBERS', k_topic(topic))
+  local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
   table.sort(names)
   if #names > 0 then
     local flag = tonumber(rcall('HGET', k_queue(topic, names[1]), 'topicSysFlag')) or 0

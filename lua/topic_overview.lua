@@ -11,11 +11,12 @@
      brokerName, ...}}, ...}: one entry per topic, in ARGV's order (no rows: the topic is gone)
 ]]
 --- @include "keys"
+--- @include "group_ids"
 
 local out = {'ok'}
 for _, topic in ipairs(ARGV) do
   local rows = {}
-  for _, name in ipairs(rcall('SMEMBERS', k_topic(topic))) do
+  for _, name in ipairs(group_names_of(rcall('SMEMBERS', k_topic(topic)))) do
     local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
       'topicSysFlag')
     if q[1] then

@@ -1,6 +1,7 @@
 --- @include "keys"
 --- @include "changes"
 --- @include "group_routes"
+--- @include "group_ids"
 --[[
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
@@ -27,7 +28,7 @@ local drop_budget = 0
 local cleanup_started = false
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
-  rcall('SREM', k_topic(topic), name)
+  unindex_group(topic, name)
   if rcall('SREM', k_broker_topics(name), topic) == 1 and rcall('EXISTS', k_group(name)) == 1 then
     -- A queue row of the group went: its next registration must do the full work again
     -- (topicsEpoch counts every row of the group added, removed or changed).

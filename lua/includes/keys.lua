@@ -19,6 +19,9 @@ local function k_members(name) return P .. ':idx:members:' .. name end
 local function k_topics() return P .. ':idx:topics' end
 local function k_topic_prefix() return P .. ':idx:topic:' end
 local function k_topic(topic) return k_topic_prefix() .. topic end
+local function k_group_ids() return P .. ':idx:group-ids' end
+local function k_group_names() return P .. ':idx:group-names' end
+local function k_group_seq() return P .. ':idx:group-seq' end
 local function k_broker_topics(name) return P .. ':idx:broker-topics:' .. name end
 local function k_deadlines() return P .. ':idx:deadlines' end
 local function k_reg(cluster, addr) return P .. ':idx:reg:' .. cluster .. ':' .. addr end

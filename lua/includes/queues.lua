@@ -1,5 +1,6 @@
 --- @include "keys"
 --- @include "changes"
+--- @include "group_ids"
 --[[
   Queue data of one broker group, written from a registration's topic table (step 10 of
   RouteInfoManager.registerBroker), shared by register_broker.lua (a table written in one call)
@@ -67,8 +68,10 @@ local function write_queues(name, text, mappings, force, clear_write, fresh)
   -- should a fresh group's row have been written meanwhile by REGISTER_TOPIC). Written after
   -- the rows rather than beside each: the route index's sets one after another cost Redis
   -- ~0.3 us a row less (bench/storm_floor.py).
-  local index_key = k_topic_prefix()
-  for i = 1, n_added do rcall('SADD', index_key .. added[i], name) end
+  if n_added > 0 then
+    local index_key, id = k_topic_prefix(), group_id(name)
+    for i = 1, n_added do rcall('SADD', index_key .. added[i], id) end
+  end
   touch_topics(added)
   for from = 1, #added, SLICE do
     local slice = {unpack(added, from, math.min(from + SLICE - 1, #added))}

@@ -19,7 +19,11 @@ Indexes (never under a row-table prefix)::
   P:idx:cluster:<cluster>        set    brokerNames of a cluster (clusterAddrTable)
   P:idx:members:<brokerName>     hash   brokerId -> brokerAddr (BrokerData.brokerAddrs)
   P:idx:topics                   set    all topics
-  P:idx:topic:<topic>            set    brokerNames serving the topic
+  P:idx:topic:<topic>            set    the groups serving the topic, by number (an intset)
+  P:idx:group-ids                hash   brokerName -> its group number ("-1", "-2", ...; kept
+                                        for good, so a group that comes back gets it back)
+  P:idx:group-names              hash   group number -> brokerName
+  P:idx:group-seq                string the last group number given (negated)
   P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
   P:idx:deadlines                zset   "<cluster>\\t<addr>" by deadline (epoch ms)
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
@@ -124,6 +128,18 @@ class Keys:
 
     def topic(self, topic: str) -> str:
         return f"{self.prefix}:idx:topic:{topic}"
+
+    @property
+    def group_ids(self) -> str:
+        return f"{self.prefix}:idx:group-ids"
+
+    @property
+    def group_names(self) -> str:
+        return f"{self.prefix}:idx:group-names"
+
+    @property
+    def group_seq(self) -> str:
+        return f"{self.prefix}:idx:group-seq"
 
     def broker_topics(self, broker_name: str) -> str:
         return f"{self.prefix}:idx:broker-topics:{broker_name}"

@@ -81,7 +81,8 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
             rows[kind][rest] = value
         elif key in ("idx:clusters", "idx:topics", "idx:deadlines", "idx:kvns", "seq", "rev",
                      "config", "idx:cleanups", "idx:perm-clears", "idx:worker-addrs",
-                     "nsaddr:extra", "idx:route-groups", "idx:filtered"):
+                     "nsaddr:extra", "idx:route-groups", "idx:filtered", "idx:group-ids",
+                     "idx:group-names", "idx:group-seq"):
             rows[key][None] = value
         else:
             problems.append(f"unknown key {full}")
@@ -94,7 +95,14 @@ def check(snapshot: dict[str, Any], keys: Keys) -> list[str]:
     topics, clusters = set(one("idx:topics")), set(one("idx:clusters"))
     deadlines = one("idx:deadlines")
     queues, groups, members = rows["queue"], rows["group"], rows["idx:members"]
-    topic_idx, broker_topics = rows["idx:topic"], rows["idx:broker-topics"]
+    broker_topics = rows["idx:broker-topics"]
+    # A topic's set holds group numbers (or brokerNames, written before group numbers existed).
+    group_names = one("idx:group-names")
+    topic_idx = {t: {group_names.get(m, m) for m in members}
+                 for t, members in rows["idx:topic"].items()}
+    group_ids = one("idx:group-ids")
+    if {v: k for k, v in group_ids.items()} != group_names:
+        problems.append("idx:group-ids and idx:group-names are not each other's inverse")
     cluster_idx, regs = rows["idx:cluster"], rows["idx:reg"]
 
     for t in topics:

@@ -87,7 +87,7 @@ def test_missing_include_is_an_error(tmp_path: Path) -> None:
 
 # --- the real lua/ tree ------------------------------------------------------------------------
 
-INCLUDE_NAMES = ("keys", "changes", "group_routes", "cascade")
+INCLUDE_NAMES = ("keys", "changes", "group_routes", "group_ids", "cascade")
 
 
 def test_includes_declare_what_they_need() -> None:
@@ -95,7 +95,8 @@ def test_includes_declare_what_they_need() -> None:
     declared = {name: scripts.INCLUDE_RE.findall((inc / f"{name}.lua").read_text())
                 for name in INCLUDE_NAMES}
     assert declared == {"keys": [], "changes": ["keys"], "group_routes": ["keys"],
-                        "cascade": ["keys", "changes", "group_routes"]}
+                        "group_ids": ["keys"],
+                        "cascade": ["keys", "changes", "group_routes", "group_ids"]}
     for name in INCLUDE_NAMES:
         text = (inc / f"{name}.lua").read_text()
         # The include lines come first, before the include's own header.

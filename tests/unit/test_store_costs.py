@@ -169,9 +169,10 @@ async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteS
 
 async def test_a_route_read_costs_its_queue_row_and_a_pttl_per_member_per_group(
         real_redis: aioredis.Redis) -> None:
-    """What the route shows of each group comes from P:idx:route-groups in one HMGET for the
-    whole route, and filter lists are not read while no broker has one: per group, the queue
-    row and a PTTL per member (bench/route_cost.py times it)."""
+    """The groups' numbers are named in one HMGET of P:idx:group-names and what the route shows
+    of each group comes from P:idx:route-groups in one HMGET for the whole route, and filter
+    lists are not read while no broker has one: per group, the queue row and a PTTL per member
+    (bench/route_cost.py times it)."""
     store = RouteStore(real_redis, "route-cost")
     await store.load_scripts()
     groups = 5
@@ -187,7 +188,10 @@ async def test_a_route_read_costs_its_queue_row_and_a_pttl_per_member_per_group(
             ] == [["HMGET", store.keys.queue("T", f"g{g}")] for g in range(groups)]
     assert sorted(n for n in names if n not in ("PTTL", "HMGET")) == [
         "HGETALL", "SCARD", "SMEMBERS"]  # the static-topic mappings, P:idx:filtered, the index
-    assert len(cmds) == 4 + groups * 3
+    assert [c for c in cmds if c[0] == "HMGET" and not c[1].startswith(
+        store.keys.prefix + ":queue:")] == [["HMGET", store.keys.group_names],
+                                            ["HMGET", store.keys.route_groups]]
+    assert len(cmds) == 5 + groups * 3
     route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
     assert [(b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
         (f"g{g}", {0: f"10.0.0.{g}:10911", 1: f"10.0.1.{g}:10911"}) for g in range(groups)]
