@@ -96,9 +96,11 @@ async def populate_topic_over_groups(client: aioredis.Redis, store: RouteStore, 
     """``groups`` small groups each serving ``topic``, written straight in the key schema
     (registering them one by one would take minutes at 60k): one master each."""
     k = store.keys
+    # Group numbers as lua/includes/group_ids.lua gives them, reserved past those already given.
+    first = await client.incrby(k.group_seq, groups) - groups + 1
     pipe = client.pipeline(transaction=False)
     for i in range(groups):
-        name = f"dt-{i}"
+        name, number = f"dt-{i}", f"-{first + i}"
         pipe.hset(k.group(name), mapping={"cluster": "dt", "brokerName": name,
                                           "enableActingMaster": "false", "zoneName": ""})
         pipe.hset(k.members(name), "0", f"10.9.{i // 250}.{i % 250}:1")
@@ -106,7 +108,9 @@ async def populate_topic_over_groups(client: aioredis.Redis, store: RouteStore, 
         pipe.hset(k.queue(topic, name), mapping={"topic": topic, "brokerName": name,
                                                  "readQueueNums": 8, "writeQueueNums": 8,
                                                  "perm": 6, "topicSysFlag": 0})
-        pipe.sadd(k.topic(topic), name)
+        pipe.hset(k.group_ids, name, number)
+        pipe.hset(k.group_names, number, name)
+        pipe.sadd(k.topic(topic), number)
         pipe.sadd(k.broker_topics(name), topic)
         if len(pipe) > 5000:
             await pipe.execute()

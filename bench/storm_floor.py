@@ -12,14 +12,16 @@ costs are left out):
   ``...+broker-sadd`` (a SADD per row into a per-broker set as well), ``hash-per-topic`` (one
   hash per topic, a field per broker: not a row table);
 * nsfleet's layout, built up write by write: ``rows6`` (the row hash with its identifying
-  fields, what spark-redis reads), ``+topic-sadd`` (``P:idx:topic:<t>``, the route index),
+  fields, what spark-redis reads), ``+topic-sadd`` (``P:idx:topic:<t>``, the route index: the
+  group's number, so the set is an intset, one SADD per row after the chunk's rows),
   ``+broker-and-topic-lists`` (``P:idx:broker-topics:<name>`` and ``P:idx:topics``, one
   variadic SADD each per chunk), ``+change-message`` (INCR ``P:rev`` and the message naming the
   chunk's topics: what nsfleet writes), and beside it ``+revs-per-topic``, what nsfleet wrote
   before issue 32's last change (a counter key ``P:rev:topic:<t>`` per topic, one MSET per
   chunk, then the message);
 * other route indexes, each beside ``rows6+broker-and-topic-lists`` (the layout with no route
-  index): the topic's set of group numbers instead of names (an intset), a count of groups per
+  index): the topic's set of brokerNames instead of numbers (what nsfleet wrote before group
+  numbers), a count of groups per
   topic in one hash (what a route read visiting every group would still need, for the topic
   list), 64 bucket sets of "topic<TAB>group" written by one variadic SADD per bucket and chunk,
   and a bitmap per group over numbered topics written by one BITFIELD per chunk;
@@ -81,8 +83,13 @@ HSET6 = ("redis.call('HSET', P..':queue:'..t..':'..name, 'topic', t, 'brokerName
          "'readQueueNums', rq, 'writeQueueNums', wq, 'perm', pm, 'topicSysFlag', fl)")
 TOPIC_SADD = "redis.call('SADD', P..':idx:topic:'..t, name)"
 # nsfleet's layout writes the route index after the chunk's rows (lua/includes/queues.lua: the
-# sets one after another cost ~0.3 us a row less than a SADD beside each row).
-TOPIC_SADDS = "for _, t in ipairs(rows) do redis.call('SADD', P..':idx:topic:'..t, name) end"
+# sets one after another cost ~0.3 us a row less than a SADD beside each row), naming the group
+# by its number (lua/includes/group_ids.lua: "-<n>"; ARGV[4] is the broker's number), so that
+# each set is an intset.
+TOPIC_SADDS = ("local id = '-'..ARGV[4] "
+               "for _, t in ipairs(rows) do redis.call('SADD', P..':idx:topic:'..t, id) end")
+TOPIC_SADDS_BY_NAME = ("for _, t in ipairs(rows) do "
+                       "redis.call('SADD', P..':idx:topic:'..t, name) end")
 CHUNK_LIST = ("redis.call('HSET', P..':idx:chunks:'..name, ARGV[3], table.concat(rows, ','))")
 LISTS = ("redis.call('SADD', P..':idx:broker-topics:'..name, unpack(rows)) "
          "redis.call('SADD', P..':idx:topics', unpack(rows))")
@@ -94,11 +101,10 @@ REVS = ("local rev = redis.call('INCR', P..':rev') local sets = {} "
         "redis.call('PUBLISH', P..':changes', rev..' '..table.concat(rows, ','))")
 
 # Other route indexes, each beside `+broker-and-topic-lists`, its layout without a route index:
-# the index keyed by group number (an intset per topic: ARGV[4] is the broker's number), a count
+# the index by brokerName (what nsfleet wrote before group numbers), a count
 # of groups per topic in one hash (what a route read going through every group would still need
 # for the topic list), 64 bucket sets of "topic<TAB>group" (one variadic SADD per bucket and chunk:
 # bk is the topic's bucket) and a bitmap per group over numbered topics (one BITFIELD per chunk).
-INT_SADD = "redis.call('SADD', P..':idx:topic:'..t, ARGV[4])"
 COUNT = "redis.call('HINCRBY', P..':idx:topic-counts', t, 1)"
 BUCKET = ("local b = buckets[bk] if not b then b = {} buckets[bk] = b end "
           "b[#b + 1] = t..'\\t'..name")
@@ -136,7 +142,7 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "rows6+topic-sadd+broker-and-topic-lists+revs-per-topic": (
         HSET6, f"{TOPIC_SADDS} {LISTS} {REVS}"),
     "rows6+broker-and-topic-lists": (HSET6, LISTS),
-    "rows6+topic-sadd-by-number+broker-and-topic-lists": (f"{HSET6} {INT_SADD}", LISTS),
+    "rows6+topic-sadd-by-name+broker-and-topic-lists": (HSET6, f"{TOPIC_SADDS_BY_NAME} {LISTS}"),
     "rows6+topic-count+broker-and-topic-lists": (f"{HSET6} {COUNT}", LISTS),
     f"rows6+pair-sets-{BUCKETS}+broker-and-topic-lists": (f"{HSET6} {BUCKET}",
                                                           f"{LISTS} {PAIR_SETS}"),
@@ -195,15 +201,16 @@ def native_variant(client: aioredis.Redis, brokers: int, topics: int
     redis.call costs beside Redis's own work per command (compare their Redis CPU)."""
     async def write() -> None:
         for b in range(brokers):
-            name = f"broker-{b:03d}"
+            name, number = f"broker-{b:03d}", f"-{b + 1}"
             for start in range(0, topics, CHUNK):
                 pipe = client.pipeline(transaction=True)
-                for i in range(start, min(start + CHUNK, topics)):
-                    t = f"Topic-{i:05d}"
+                chunk = [f"Topic-{i:05d}" for i in range(start, min(start + CHUNK, topics))]
+                for t in chunk:
                     pipe.hset(f"{P}:queue:{t}:{name}", mapping={
                         "topic": t, "brokerName": name, "readQueueNums": "8",
                         "writeQueueNums": "8", "perm": "6", "topicSysFlag": "0"})
-                    pipe.sadd(f"{P}:idx:topic:{t}", name)
+                for t in chunk:
+                    pipe.sadd(f"{P}:idx:topic:{t}", number)
                 await pipe.execute()
     return write
 
