@@ -16,6 +16,7 @@ lags past ``FEED_CATCH_UP``: each answer then reads every row.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import msgspec
 
@@ -51,17 +52,20 @@ class TopicSummary:
         # topic -> (its rows, kind, orderConf, its JSON object)
         self._encoded: dict[str, tuple[TopicRows, str, str | None, bytes]] = {}
 
-    def _changed(self, topic: str | None) -> None:
-        """The route cache was told that ``topic``'s route may have changed (None: any's)."""
+    def _changed(self, topics: Sequence[str] | None) -> None:
+        """The route cache was told that the routes of ``topics`` may have changed (None:
+        any's)."""
         self._seq += 1
         self._topics_json = None
-        if topic is None:
+        if topics is None:
             self._cleared_at = self._seq
             self._rows.clear()
         else:
-            self._rows.pop(topic, None)
+            rows = self._rows
+            for topic in topics:
+                rows.pop(topic, None)
             if self._filling:
-                self._changed_while_filling.add(topic)
+                self._changed_while_filling.update(topics)
 
     async def encoded(self) -> bytes:
         """The summary as compact JSON: ``{"rev", "queueFields", "topics": [{"topic", "kind",

@@ -20,8 +20,10 @@ class Watchers:
         self._by_topic: dict[str, set[asyncio.Future[None]]] = {}
         self._any_change: set[asyncio.Future[None]] = set()
 
-    def topic_changed(self, topic: str) -> None:
-        _wake(self._by_topic.get(topic, ()))
+    def topics_changed(self, topics: Iterable[str]) -> None:
+        if self._by_topic:
+            for topic in topics:
+                _wake(self._by_topic.get(topic, ()))
 
     def wake_all(self) -> None:
         """Every route watcher looks again (the whole cache was dropped, or the config changed

@@ -319,6 +319,43 @@ async def test_no_route_is_not_cached_over_a_first_registration(store: RouteStor
         await cache.close()
 
 
+@pytest.mark.parametrize("others", [0, 500])
+async def test_a_change_naming_many_topics_drops_exactly_theirs(store: RouteStore,
+                                                                others: int) -> None:
+    """A change message names its topics in bulk (RouteCache.invalidate): the routes of those
+    topics, with or without orderTopicConf, go, every other stays, a fill in flight for one of
+    them stores nothing, and their watchers wake. ``others`` names topics nobody cached beside
+    them (a storm's message names hundreds), which takes the other way through the cache."""
+    gated = _GatedStore(store)
+    gated.release.set()
+    cache = RouteCache(gated, Metrics())  # type: ignore[arg-type]
+    await cache.start()
+    try:
+        await _settled(cache)
+        for i in range(1, 7):
+            await store.register_broker(_reg(i))
+        await cache.feed.sync()
+        for i in range(1, 7):
+            await cache.get(f"T{i}")
+            await cache.get(f"T{i}", order_conf=True)
+        gated.reading, gated.release = asyncio.Event(), asyncio.Event()
+        fill = asyncio.create_task(cache.get("shared"))
+        await gated.reading.wait()  # read, not yet stored
+        named = ("T2", "T5", "shared", *(f"X{i}" for i in range(others)))
+        with cache.watchers.watch(["T5"]) as woken, cache.watchers.watch(["T4"]) as asleep:
+            cache._apply(Change(0, topics=named))
+            await asyncio.sleep(0)
+            assert woken.done() and not asleep.done()
+        gated.release.set()
+        await fill
+        kept = {(f"T{i}", conf) for i in (1, 3, 4, 6) for conf in (False, True)}
+        assert {key for key in kept if cache.peek(key[0], order_conf=key[1])} == kept
+        for topic in ("T2", "T5", "shared"):
+            assert cache.peek(topic) is None and cache.peek(topic, order_conf=True) is None
+    finally:
+        await cache.close()
+
+
 async def test_concurrent_misses_share_a_read_unless_the_topic_changed(
         store: RouteStore) -> None:
     gated = _GatedStore(store)
