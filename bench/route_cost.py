@@ -1,7 +1,9 @@
 """What one route read costs Redis (issue 32: the reads during a registration storm): route.lua's
 Redis time per read by the number of groups in the route and members per group, beside, in the
-same rounds, the floor of the row layout (the route index's SMEMBERS and one HMGET of a queue row
-per group, nothing else), timed by Redis itself (INFO commandstats, EVALSHA usec).
+same rounds, the floor of the row layout (the route index's SMEMBERS, the groups' names for their
+numbers in one HMGET, and one HMGET of a queue row per group, nothing else), timed by Redis
+itself (INFO commandstats, EVALSHA usec). route.lua only reads; the worker puts the route
+together (store/table_reads.py), which this leaves out.
 
 Each group is a master, or a master and a slave, in one cluster, every group serving every
 topic. Rounds alternate route.lua and the floor; medians are kept. Writes
@@ -32,10 +34,10 @@ from nsfleet.store import RouteStore, scripts
 TOPICS = 50
 READS = 300  # per round and variant
 # The floor: what any route read over this row layout needs (the groups of the topic, then each
-# group's queue row), with route.lua's own key builders (its text up to its first statement).
+# group's queue row), with route.lua's own includes (its text up to its first statement).
 ROUTE = scripts.source("route")
 FLOOR = ROUTE[:ROUTE.index("local topic = ARGV[1]")] + """
-local names = rcall('SMEMBERS', k_topic(ARGV[1]))
+local names = group_names_of(rcall('SMEMBERS', k_topic(ARGV[1])))
 table.sort(names)
 for _, name in ipairs(names) do
   rcall('HMGET', k_queue(ARGV[1], name), 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
@@ -73,7 +75,7 @@ async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
         shas = {"route.lua": await client.script_load(ROUTE),
                 "floor": await client.script_load(FLOOR)}
         route = await client.evalsha(shas["route.lua"], len(keys), *keys, "T0", "1")
-        assert len(route) == 4 + groups, "every group in the route"
+        assert route[0] == "ok" and len(route[3]) == groups, "every group in the route"
         times: dict[str, list[float]] = {name: [] for name in shas}
         for _ in range(rounds):
             for name, sha in shas.items():
