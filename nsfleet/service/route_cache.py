@@ -174,7 +174,8 @@ class RouteCache:
         """The routes of ``topics`` (one change message's) may have changed: drop them, keep
         fills in flight from storing what they read before, wake their watchers. In bulk: in a
         registration storm every worker is told each row's topic (600,000 names for 60 brokers
-        x 10,000 topics), and a few calls per name cost a worker ~1 s of CPU beside Redis."""
+        x 10,000 topics), and a few calls per name cost each worker ~0.25 s more CPU, beside
+        Redis on the same cores (bench/scale.py's storm: 0.84 / 1.46 s, now 0.59 / 1.18 s)."""
         if not topics:
             return
         self._seq += 1
