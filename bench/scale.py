@@ -695,8 +695,8 @@ def storm_medians(results: dict[str, Any]) -> dict[str, Any]:
         "nsfleet_storm_s": round(statistics.median(ns), 2),
         "nsfleet_reads_p99_ms": round(statistics.median(
             [storm["reads_during_ms"]["p99"], *extra.get("nsfleet_reads_p99_ms", [])]), 1),
-        "nsfleet_reads_max_ms": max(storm["reads_during_ms"]["max"],
-                                    *extra.get("nsfleet_reads_max_ms", [])),
+        "nsfleet_reads_max_ms": max([storm["reads_during_ms"]["max"],
+                                     *extra.get("nsfleet_reads_max_ms", [])]),
         "nsfleet_reads_failed": storm["reads_during_ms"]["failed"]
         + sum(extra.get("nsfleet_reads_failed", [])),
     }

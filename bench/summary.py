@@ -152,8 +152,8 @@ FIGURES: tuple[Figure, ...] = (
            unit="x"),
     Figure("a route read of 60 groups (one member each), Redis time", "route_cost",
            ("@route_us_60",), None, unit="us"),
-    Figure("the same / the floor of the row layout (the groups' queue rows, alone)",
-           "route_cost", ("@route_over_floor",), None, unit="x"),
+    Figure("the same / the floor of the row layout (the groups, their names and their queue "
+           "rows, alone)", "route_cost", ("@route_over_floor",), None, unit="x"),
 )
 
 COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest,

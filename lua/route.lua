@@ -1,13 +1,14 @@
 --[[
   Read what one topic's route (RouteInfoManager.pickupTopicRouteData) is made of, in one round
   trip; nsfleet.store.table_reads assembles it. Redis is the one part of a fleet that does not
-  scale out, so this script only reads: the groups serving the topic (sorted), each group's queue
-  row, what a route shows of each group from P:idx:route-groups in one HMGET
-  (includes/group_routes.lua), and each member's PTTL, so that a member whose live row has
-  expired is left out even before the sweep runs. Which members are live, which groups have one,
-  the min TTL and an acting master's write perm are worked out by the worker (a route of 60
-  groups cost Redis ~2.5x as much when this script built it: bench/route_cost.py). The filter
-  server lists of live members are read only while some broker has one (P:idx:filtered).
+  scale out, so this script only reads: the groups serving the topic (the route index holds their
+  numbers, named here in one HMGET: includes/group_ids.lua), each group's queue row, what a route
+  shows of each group from P:idx:route-groups in one HMGET (includes/group_routes.lua), and each
+  member's PTTL, so that a member whose live row has expired is left out even before the sweep
+  runs. Which members are live, which groups have one, the min TTL and an acting master's write
+  perm are worked out by the worker (a route of 60 groups cost Redis ~1.4x as much when this
+  script built it: bench/route_cost.py). The filter server lists of live members are read only
+  while some broker has one (P:idx:filtered).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kv:ORDER_TOPIC_CONFIG
