@@ -31,20 +31,13 @@
 --- @include "group_routes"
 --- @include "group_ids"
 
--- HMGET takes at most this many fields at a time (Lua's unpack limit).
-local BATCH = 1000
 local MEMBER = '\n[^\t]*\t([^\t]*)\t([^\n]*)'
 
 local topic = ARGV[1]
 local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
 if #names == 0 then return {'none'} end
 table.sort(names)
-local entries = {}
-for from = 1, #names, BATCH do
-  local got = rcall('HMGET', k_route_groups(), unpack(names, from, math.min(from + BATCH - 1,
-    #names)))
-  for i = 1, #got do entries[from + i - 1] = got[i] end
-end
+local entries = hmget(k_route_groups(), names)
 local filtered = rcall('SCARD', k_filtered()) > 0
 local rows, ttls, filters = {}, {}, {}
 for n, name in ipairs(names) do
@@ -72,5 +65,5 @@ for n, name in ipairs(names) do
   end
 end
 local order_conf = ARGV[2] == '1' and rcall('HGET', KEYS[2], topic) or ''
-return {'ok', order_conf or '', rcall('HGETALL', k_mappings(topic)), names, rows, entries, ttls,
+return {'ok', order_conf, rcall('HGETALL', k_mappings(topic)), names, rows, entries, ttls,
   filters}

@@ -11,8 +11,6 @@
   Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
 ]]
 
--- HMGET takes at most this many fields at a time (Lua's unpack limit).
-local GROUP_BATCH = 1000
 -- This call's lookups, by brokerName (false: the group has no number).
 local group_id_of = {}
 
@@ -40,12 +38,8 @@ end
 
 -- The brokerNames of `members` (a topic's set: numbers, or names written before them), in order.
 local function group_names_of(members)
-  local names = {}
-  for from = 1, #members, GROUP_BATCH do
-    local got = rcall('HMGET', k_group_names(), unpack(members, from,
-      math.min(from + GROUP_BATCH - 1, #members)))
-    for i = 1, #got do names[from + i - 1] = got[i] or members[from + i - 1] end
-  end
+  local names = hmget(k_group_names(), members)
+  for i = 1, #members do names[i] = names[i] or members[i] end
   return names
 end
 

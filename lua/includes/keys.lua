@@ -49,6 +49,16 @@ end
 
 local function fmt(n) return string.format('%.0f', n) end
 
+-- HMGET of `key` for any number of `fields`, in calls of at most 1000 (Lua's unpack limit).
+local function hmget(key, fields)
+  local values = {}
+  for from = 1, #fields, 1000 do
+    local got = rcall('HMGET', key, unpack(fields, from, math.min(from + 999, #fields)))
+    for i = 1, #got do values[from + i - 1] = got[i] end
+  end
+  return values
+end
+
 -- PermName.isWriteable (perm & PERM_WRITE) for any Java int, PERM_PRIORITY and negative values
 -- included: floored division and modulo follow two's complement bit by bit.
 local function writeable(perm) return math.floor(perm / 2) % 2 == 1 end

@@ -52,9 +52,8 @@ class ViewMarker:
     rev: int
 
 
-# route.lua's group entries (lua/includes/group_routes.lua), read as route.lua's own patterns
-# read them, so that its PTTLs, one per member found, line up with the members found here.
-_GROUP_HEAD = re.compile(r"([^\t]*)\t([^\t]*)\t([^\n]*)")
+# The members of route.lua's group entries (lua/includes/group_routes.lua), found as route.lua's
+# own pattern finds them, so that its PTTLs, one per member found, line up with them.
 _MEMBER = re.compile(r"\n([^\t]*)\t([^\t]*)\t[^\n]*")
 
 
@@ -109,8 +108,7 @@ class TableReads(ScriptCaller):
             entry = entries[n]
             if not entry:
                 continue
-            head, _, _ = entry.partition("\n")
-            cluster, acting, zone = _GROUP_HEAD.match(head).groups()
+            cluster, acting, zone = entry.partition("\n")[0].split("\t", 2)
             addrs: dict[int, str] = {}
             has_master = False
             for member in _MEMBER.finditer(entry):
