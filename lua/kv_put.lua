@@ -8,8 +8,6 @@
     KEYS[4] P:idx:kvns               the set of namespaces
     ARGV[1] namespace   ARGV[2] key   ARGV[3] value
     ARGV[4] "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the route's orderTopicConf)
-    ARGV[5] "1" when the value is null (Java's PUT without a value: the namespace exists and
-            the key reads as absent); ARGV[3] is then ignored
   Output:
     {"ok", changed}
       changed  "1" when something changed, "0" when it was already so
@@ -19,10 +17,7 @@
 
 local ns, key, value = ARGV[1], ARGV[2], ARGV[3]
 local changed = rcall('SADD', KEYS[4], ns) == 1
-if ARGV[5] == '1' then
-  rcall('DEL', KEYS[2])
-  if rcall('HDEL', KEYS[3], key) == 1 then changed = true end
-elseif rcall('HGET', KEYS[3], key) ~= value then
+if rcall('HGET', KEYS[3], key) ~= value then
   rcall('HSET', KEYS[2], 'namespace', ns, 'key', key, 'value', value)
   rcall('HSET', KEYS[3], key, value)
   changed = true

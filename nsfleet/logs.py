@@ -10,14 +10,21 @@ import sys
 import threading
 import time
 from collections.abc import MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from aiohttp.http_exceptions import HttpProcessingError
+
+from nsfleet.domain.excerpt import clipped
 
 LOG_FILE_BYTES = 50 * 1024 * 1024  # rotate at 50 MiB, keeping 5 older files
 LOG_FILE_BACKUPS = 5
 FOLD_WINDOW_S = 10.0  # identical error reports: one line, then one count per window
+# Longest text a field of a log line keeps (a bad request's value shows its start and length);
+# the event itself, for libraries' messages, may be longer.
+LOG_VALUE_CHARS = 300
+LOG_EVENT_CHARS = 1000
 
 
 @dataclass
@@ -25,6 +32,19 @@ class _Folded:
     written_at: float
     pending: int = 0
     timer: threading.Timer | None = None
+    peers: set[str] = field(default_factory=set)  # of the reports folded in this window
+
+
+def clip_values(logger: Any, method: str, event: MutableMapping[str, Any]
+                ) -> MutableMapping[str, Any]:
+    """Cut every long text of a log line to its start and length: a request's value is as
+    long as its frame (16 MiB), and one such value per line filled the log."""
+    for key, value in event.items():
+        if isinstance(value, str):
+            limit = LOG_EVENT_CHARS if key == "event" else LOG_VALUE_CHARS
+            if len(value) > limit:
+                event[key] = clipped(value, limit)
+    return event
 
 
 class FoldRepeats:
@@ -35,10 +55,13 @@ class FoldRepeats:
     one per request they bury the lines that say what the worker does about it. The metrics
     count every one at the call site (nsfleet_redis_errors_total), whatever is written.
 
-    Identical means every field but the timestamp, so a different route, request code or error
-    text is its own line."""
+    Identical means every field but the timestamp and the peer, so a different route, request
+    code or error text is its own line, while the same bad input from many connections is one
+    (its count line says from how many peers)."""
 
     MAX_KEYS = 256  # distinct reports remembered; older quiet ones are forgotten past this
+    MAX_PEERS = 1024  # distinct peers counted per window
+    UNFOLDED: frozenset[str] = frozenset({"timestamp", "peer"})
 
     def __init__(self, window: float = FOLD_WINDOW_S) -> None:
         self.window = window
@@ -51,7 +74,7 @@ class FoldRepeats:
                 or logging.getLevelName(method.upper()) not in (logging.WARNING, logging.ERROR,
                                                                 logging.CRITICAL)):
             return event
-        key = repr(sorted((k, repr(v)) for k, v in event.items() if k != "timestamp"))
+        key = repr(sorted((k, repr(v)) for k, v in event.items() if k not in self.UNFOLDED))
         now = time.monotonic()
         with self._lock:
             seen = self._seen.get(key)
@@ -61,6 +84,8 @@ class FoldRepeats:
                 self._seen[key] = _Folded(now)
                 return event
             seen.pending += 1
+            if "peer" in event and len(seen.peers) < self.MAX_PEERS:
+                seen.peers.add(str(event["peer"]))
             if seen.timer is None:
                 seen.timer = threading.Timer(seen.written_at + self.window - now, self._count,
                                              (key, logger, method, dict(event)))
@@ -81,12 +106,16 @@ class FoldRepeats:
         with self._lock:
             seen = self._seen[key]
             repeated, seen.pending, seen.timer = seen.pending, 0, None
+            peers, seen.peers = seen.peers, set()
             seen.written_at = time.monotonic()
         if not repeated:  # flushed already
             return
         what = event.pop("event")
         event.pop("timestamp", None)
         event.pop("level", None)
+        if peers:
+            event.pop("peer", None)
+            event["peers"] = len(peers)
         structlog.wrap_logger(logger).log(
             logging.getLevelName(method.upper()), what, **event, repeated=repeated,
             window_s=self.window)
@@ -106,6 +135,21 @@ class _DeliberateCancellation(logging.Filter):
                     and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
+class _MalformedHttp(logging.Filter):
+    """aiohttp reports each request it cannot parse (a bad request line or header, a bad
+    Content-Length) at ERROR with a ~50-line traceback, ~30 ms of the event loop each: one
+    warning line instead, folded like any repeated error. It has answered 400 already."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError):
+            return True
+        peer = record.args[0] if isinstance(record.args, tuple) and record.args else "-"
+        structlog.get_logger("nsfleet.http").warning(
+            "malformed HTTP request", error=exc.message or type(exc).__name__, peer=str(peer))
+        return False
+
+
 _fold: FoldRepeats | None = None  # the one configure() set up, flushed at exit
 
 
@@ -123,6 +167,7 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
+        clip_values,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
@@ -158,3 +203,6 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
     # aiohttp logs every request at INFO; our metrics already count them.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    server = logging.getLogger("aiohttp.server")
+    server.filters[:] = [f for f in server.filters if not isinstance(f, _MalformedHttp)]
+    server.addFilter(_MalformedHttp())

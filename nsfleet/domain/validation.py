@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from nsfleet.domain.errors import ValidationError
+from nsfleet.domain.excerpt import excerpt
 
 TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # RocketMQ TopicValidator.VALID_PATTERN_STR
 TOPIC_MAX_LEN = 127
@@ -28,6 +29,7 @@ JAVA_LONG_MIN, JAVA_LONG_MAX = -(1 << 63), (1 << 63) - 1
 ADDR_RE = re.compile(r"^([^\s{}]+):(\d{1,5})$")
 ADDR_MAX_LEN = 255
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 MAX_QUEUE_NUMS = 1024
 
 
@@ -126,12 +128,17 @@ KV_PART_MAX_LEN = 32_768
 
 
 def kv_part(value: object, field: str) -> str:
-    """A KV namespace or key: any text, empty included, as KVConfigManager stores it; only a
-    length that no real configuration needs is refused."""
+    """A KV namespace or key: any text that can be part of a Redis key name, which is stricter
+    than KVConfigManager (docs/compatibility.md): not empty, no control character (the rule
+    stored topic names follow), and no length that no real configuration needs."""
     if not isinstance(value, str):
         raise ValidationError(field, "is required")
+    if not value:
+        raise ValidationError(field, "must not be empty")
     if len(value) > KV_PART_MAX_LEN:
         raise ValidationError(field, f"longer than {KV_PART_MAX_LEN} characters")
+    if _CONTROL_RE.search(value):
+        raise ValidationError(field, f"{excerpt(value)} has a control character")
     return value
 
 

@@ -12,9 +12,11 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from nsfleet.domain.audit import client_address
-from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
+from nsfleet.domain.errors import NameServerError, ResponseCode, StoreFailed, StoreUnavailable
+from nsfleet.domain.excerpt import clipped, excerpt
 from nsfleet.metrics import Metrics
 
 log = structlog.get_logger(__name__)
@@ -57,6 +59,12 @@ def make_middleware(metrics: Metrics) -> Callable[..., Awaitable[web.StreamRespo
             if exc.status < 400:
                 raise
             response = error_response(exc.status, exc.reason)
+        except (HttpProcessingError, ConnectionError):
+            raise  # a body cut short or unreadable: aiohttp answers and closes
+        except Exception as exc:  # a bug: JSON like every other answer, the traceback once
+            log.error("http handler failed", route=name, error=excerpt(exc), exc_info=True)
+            response = error_response(500, f"{type(exc).__name__}: {clipped(str(exc))}",
+                                      int(ResponseCode.SYSTEM_ERROR))
         if response.status < 400 and (age := metrics.stale_age()) is not None and (
                 name.startswith(STALE_MARKED)):
             mark_stale(response, age)

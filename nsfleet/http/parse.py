@@ -4,15 +4,16 @@ build; this module adds only what JSON itself can get wrong (a number where a st
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import msgspec
 
 from nsfleet.domain.errors import BadRequest, ValidationError
+from nsfleet.domain.excerpt import clipped
 from nsfleet.domain.java import to_bool, to_int, to_object
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
 from nsfleet.domain.topic_tables import DataVersionJson, api_table
+from nsfleet.wire.fastjson import JsonTooDeep, loads_standard
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
@@ -20,9 +21,11 @@ def json_object(raw: bytes) -> dict[str, Any]:
     if not raw:
         raise BadRequest("request body is empty: a JSON object is required")
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from None
+        body = loads_standard(raw)
+    except JsonTooDeep as exc:
+        raise BadRequest(str(exc)) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise BadRequest(f"malformed JSON: {clipped(str(exc))}") from None
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     return body
@@ -93,7 +96,9 @@ def registration_bytes(raw: bytes) -> BrokerRegistration:
     try:
         r = _registration_decoder.decode(raw)
         topics = api_table(r.topicConfigTable)
-    except (ValueError, RecursionError):  # msgspec's errors, invalid UTF-8, deep nesting
+    except RecursionError:  # the generic reader would refuse it too
+        raise BadRequest(str(JsonTooDeep())) from None
+    except ValueError:  # msgspec's errors, invalid UTF-8
         return registration(json_object(raw))
     return BrokerRegistration(
         r.clusterName, r.brokerAddr, r.brokerName, r.brokerId,

@@ -119,8 +119,6 @@ def error_response(cmd: RemotingCommand, exc: NameServerError,
 
 async def put_kv_config(ns: NameServer, h: KvHeader, cmd: RemotingCommand,
                         conn: Connection) -> RemotingCommand:
-    # A missing value is Java's null: the namespace exists, GET finds nothing and the KVTable
-    # leaves the key out (fastjson drops null map values).
     await ns.kv_put(h.namespace, h.key, h.value)
     return ok(cmd)
 

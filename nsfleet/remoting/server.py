@@ -92,7 +92,7 @@ class RemotingProtocol(asyncio.Protocol):
             try:
                 result = parse_proxy_header(self.proxy_pending)
             except ProxyProtocolError as exc:
-                self._abort("bad PROXY header", exc)
+                self._abort("bad PROXY header", str(exc))
                 return
             if result.state is ProxyState.NEED_MORE:
                 return
@@ -101,19 +101,19 @@ class RemotingProtocol(asyncio.Protocol):
                 trusted = self.server.trusted_proxies
                 if trusted is not None and not trusted.match(self.conn.peer):
                     self._abort("PROXY header from an untrusted peer",
-                                ProtocolError(f"{self.conn.peer} is not a trusted proxy"))
+                                f"{self.conn.peer} is not a trusted proxy")
                     return
                 self.conn.peer = result.client_address
             self.proxy_pending = None
         # Answers given inline while this data is handled go out in one write (one syscall per
         # pipelined batch, not per frame).
         self.batch = []
-        bad: ProtocolError | None = None
+        bad: str | None = None  # not the exception: its traceback would hold this frame
         try:
             try:
                 commands = self.decoder.feed(data)
             except ProtocolError as exc:
-                commands, bad = getattr(exc, "decoded", []), exc
+                commands, bad = exc.decoded, str(exc)
             for cmd in commands:
                 self._dispatch(cmd)
         finally:
@@ -127,8 +127,8 @@ class RemotingProtocol(asyncio.Protocol):
             # uvloop sends a list in one writev, without copying the frames into one buffer.
             self.transport.writelines(batch)
 
-    def _abort(self, what: str, exc: Exception) -> None:
-        log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=str(exc))
+    def _abort(self, what: str, error: str) -> None:
+        log.warning(f"closing remoting connection: {what}", peer=self.conn.peer, error=error)
         if self.transport is not None:
             self.transport.close()
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from nsfleet.domain import validation
 from nsfleet.domain.errors import (
+    BadRequest,
     ConfigUnparsable,
     KvKeyMissing,
     KvNotFound,
@@ -115,9 +116,12 @@ class Administration(ServicePart):
         return written
 
     async def kv_put(self, namespace: str | None, key: str | None, value: str | None) -> bool:
-        """``None`` is Java's null value: the namespace exists, the key is absent."""
+        """A value is required: Java stores a missing one as a null that Redis cannot hold
+        (docs/compatibility.md)."""
         if namespace is None or key is None:
             raise KvKeyMissing
+        if value is None:
+            raise BadRequest("the custom field <value> is null")
         changed = await self._written(self._store.kv_put(namespace, key, value))
         if changed:
             await self.history.record("kv put", namespace=namespace, key=key, value=value)

@@ -126,15 +126,13 @@ class RouteStore(Registering, TableReads):
     async def add_write_perm(self, name: str) -> int:
         return await self._write_perm(name, "add")
 
-    async def kv_put(self, namespace: str, key: str, value: str | None) -> bool:
-        """Store a value; ``None`` is Java's null value (the namespace exists, the key is
-        absent). True when something changed."""
+    async def kv_put(self, namespace: str, key: str, value: str) -> bool:
+        """Store a value. True when something changed."""
         validation.kv_part(namespace, "namespace")
         validation.kv_part(key, "key")
         k = self.keys
         _, (changed,) = await self._call(
-            "kv_put", [namespace, key, value or "", flag(namespace == ORDER_TOPIC_CONFIG),
-                       flag(value is None)],
+            "kv_put", [namespace, key, value, flag(namespace == ORDER_TOPIC_CONFIG)],
             [k.kv(namespace, key), k.kv_table(namespace), k.kv_namespaces])
         return changed == "1"
 

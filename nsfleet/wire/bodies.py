@@ -27,7 +27,7 @@ from nsfleet.domain.java import parse_int, to_object
 from nsfleet.domain.model import DataVersion, TopicConfig
 from nsfleet.domain.topic_tables import DataVersionJson, fastjson_table, remembered
 from nsfleet.wire.codec import V3_0_11, V5_0_0
-from nsfleet.wire.fastjson import loads_lenient
+from nsfleet.wire.fastjson import JsonTooDeep, loads_lenient
 
 # A 16 MiB frame could inflate to gigabytes; a real registration of 100k topics is ~10 MB.
 DEFAULT_MAX_INFLATED: Final = 64 * 1024 * 1024
@@ -144,7 +144,9 @@ def _typed_json_form(body: bytes) -> RegisterBody | None:
     try:
         parsed = _body_decoder.decode(body)
         result = _from_typed_wrapper(parsed.topicConfigSerializeWrapper)
-    except (ValueError, RecursionError):  # msgspec's errors, invalid UTF-8, deep nesting
+    except RecursionError:  # the generic reader would refuse it too
+        raise BodyDecodeError(f"RegisterBrokerBody: {JsonTooDeep()}") from None
+    except ValueError:  # msgspec's errors, invalid UTF-8
         return None
     filters = parsed.filterServerList
     result.filter_server_list = ([] if filters is msgspec.UNSET else
@@ -353,7 +355,9 @@ def _decode(body: bytes | None, compressed: bool, version: int,
             result = _from_typed_wrapper(_wrapper_decoder.decode(body))
             result.topic_queue_mapping_info = {}  # the pre-mapping wrapper class has none
             return result
-        except (ValueError, RecursionError):  # not the common shape: the generic way below
+        except RecursionError:
+            raise BodyDecodeError(f"TopicConfigSerializeWrapper: {JsonTooDeep()}") from None
+        except ValueError:  # not the common shape: the generic way below
             pass
         obj = _load_json(body, "TopicConfigSerializeWrapper is not JSON")
         if not isinstance(obj, dict):

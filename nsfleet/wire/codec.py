@@ -21,7 +21,8 @@ from typing import Annotated, Any, Final
 import msgspec
 
 from nsfleet.domain.errors import ResponseCode
-from nsfleet.wire.fastjson import dumps_legacy, loads_lenient, quote_legacy
+from nsfleet.domain.excerpt import clipped, excerpt
+from nsfleet.wire.fastjson import JsonTooDeep, dumps_legacy, loads_lenient, quote_legacy
 
 __all__ = [
     "CURRENT_VERSION",
@@ -350,6 +351,9 @@ class _PlainHeader(msgspec.Struct):
 
 
 _plain_header: Final = msgspec.json.Decoder(_PlainHeader)
+# Java clients write standard JSON headers of a few hundred bytes; the lenient reader that takes
+# fastjson's extensions runs at Python speed, on the event loop, so it reads this much at most.
+LENIENT_HEADER_MAX: Final = 64 * 1024
 
 
 def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
@@ -363,7 +367,9 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
     """
     try:
         h = _plain_header.decode(data)
-    except (ValueError, RecursionError):  # msgspec's errors, invalid UTF-8
+    except RecursionError:
+        raise HeaderDecodeError(f"undecodable JSON header: {JsonTooDeep()}") from None
+    except ValueError:  # msgspec's errors, invalid UTF-8
         pass
     else:
         language = h.language
@@ -375,9 +381,9 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
             h.version or 0, h.opaque or 0, h.flag or 0, h.remark, h.extFields, None,
             SerializeType.JSON)
     try:
-        obj = loads_lenient(data)
+        obj = loads_lenient(data, lenient_max=LENIENT_HEADER_MAX)
     except ValueError as exc:
-        raise HeaderDecodeError(f"undecodable JSON header: {exc}") from None
+        raise HeaderDecodeError(f"undecodable JSON header: {clipped(str(exc))}") from None
     if not isinstance(obj, dict):
         raise HeaderDecodeError(f"JSON header is not an object but {type(obj).__name__}")
     ext_raw = obj.get("extFields")
@@ -391,7 +397,7 @@ def decode_json_header(data: bytes | bytearray | memoryview) -> RemotingCommand:
             if value is not None:  # a null value reads exactly like a missing one
                 ext[key] = value
     else:
-        raise HeaderDecodeError(f"extFields is not an object: {ext_raw!r}")
+        raise HeaderDecodeError(f"extFields is not an object: {excerpt(ext_raw)}")
     remark = obj.get("remark")
     if remark is not None and not isinstance(remark, str):
         remark = _ext_value(remark)
@@ -612,7 +618,9 @@ class FrameDecoder:
             raise ValueError("max_frame_size must allow at least the 8 bytes of framing")
         self._buf = bytearray()
         self._max = max_frame_size
-        self._error: ProtocolError | None = None
+        # What failed, without the exception: its traceback holds the frames that held the
+        # buffer and the connection, a cycle that kept 16 MiB frames alive until a full GC.
+        self._error: tuple[type[ProtocolError], str] | None = None
 
     @property
     def buffered(self) -> int:
@@ -621,7 +629,8 @@ class FrameDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         if self._error is not None:
-            raise type(self._error)(f"decoder already failed: {self._error}")
+            kind, message = self._error
+            raise kind(f"decoder already failed: {message}")
         buf = self._buf
         buf += data
         out: list[RemotingCommand] = []
@@ -644,15 +653,17 @@ class FrameDecoder:
                 pos += 4 + length
         except ProtocolError as exc:
             exc.decoded = out
-            self._error = exc
+            self._error = (type(exc), str(exc))
             raise
         except Exception as exc:  # a decoder bug must still look like a bad stream to callers
-            err = HeaderDecodeError(f"undecodable frame: {exc!r}")
+            err = HeaderDecodeError(f"undecodable frame: {excerpt(exc)}")
             err.decoded = out
-            self._error = err
+            self._error = (type(err), str(err))
             raise err from exc
         finally:
             view.release()
-            if pos:
+            if self._error is not None:
+                buf.clear()  # the stream is dead: what it sent is never read
+            elif pos:
                 del buf[:pos]
         return out

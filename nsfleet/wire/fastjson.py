@@ -47,9 +47,13 @@ from typing import Any, Final
 import msgspec
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "JsonTooDeep",
+    "depth_checked",
     "dumps_legacy",
     "dumps_standard",
     "loads_lenient",
+    "loads_standard",
     "quote_legacy",
     "quote_standard",
     "strict_loads",
@@ -247,9 +251,17 @@ _NUMBER: Final = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _WORD: Final = re.compile(r"[A-Za-z_$][\w$]*")
 # An unquoted object key: an identifier or a number (fastjson reads bare numeric map keys).
 _BARE_KEY: Final = re.compile(r"[\w$.+\-]+")
-# One token of a single-quoted string's content: an escape sequence or a plain character.
-_SQ_TOKEN: Final = re.compile(r"\\.|[^\\]", re.DOTALL)
-_MAX_DEPTH: Final = 400
+# A single-quoted string's content up to its closing quote; escapes kept as they are.
+_SQ_BODY: Final = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
+# What differs in a double-quoted literal: \' is a plain quote, a bare " needs its escape.
+_SQ_REQUOTE: Final = re.compile(r"\\(.)|\"", re.DOTALL)
+
+
+def _requote(m: re.Match[str]) -> str:
+    escaped = m.group(1)
+    if escaped is None:
+        return '\\"'
+    return "'" if escaped == "'" else m.group()
 _LITERALS: Final[dict[str, Any]] = {"true": True, "false": False, "null": None}
 
 
@@ -305,21 +317,17 @@ class _LenientParser:
 
     def single_quoted(self, i: int) -> tuple[str, int]:
         s = self.s
-        chars: list[str] = []
-        for m in _SQ_TOKEN.finditer(s, i):
-            tok = m.group()
-            if tok == "'":
-                # Re-express the content as a double-quoted literal and let the stdlib decode the
-                # escapes (\n, \uXXXX, ...) exactly as it would in a standard string.
-                text, _ = scanstring("".join(chars) + '"', 0, False)
-                return text, m.end()
-            if tok == "\\'":
-                chars.append("'")
-            elif tok == '"':
-                chars.append('\\"')
-            else:
-                chars.append(tok)
-        raise self.error("unterminated string", i - 1)
+        body = _SQ_BODY.match(s, i)
+        assert body is not None  # the pattern matches the empty string
+        end = body.end()
+        if s[end:end + 1] != "'":
+            raise self.error("unterminated string", i - 1)
+        # Re-express the content as a double-quoted literal and let the stdlib decode the
+        # escapes (\n, \uXXXX, ...) exactly as it would in a standard string. Whole-string
+        # regular expressions: a character at a time, an 8 MB header held the loop for 1.2 s.
+        literal = _SQ_REQUOTE.sub(_requote, body.group())
+        text, _ = scanstring(literal + '"', 0, False)
+        return text, end + 1
 
     def key(self, i: int) -> tuple[str, int]:
         s = self.s
@@ -334,8 +342,8 @@ class _LenientParser:
         return m.group(), m.end()
 
     def object(self, i: int, depth: int) -> tuple[dict[str, Any], int]:
-        if depth > _MAX_DEPTH:
-            raise self.error("nesting too deep", i)
+        if depth > MAX_JSON_DEPTH:
+            raise JsonTooDeep
         s = self.s
         result: dict[str, Any] = {}
         i = _skip_ws(s, i)
@@ -358,8 +366,8 @@ class _LenientParser:
                 return result, i + 1
 
     def array(self, i: int, depth: int) -> tuple[list[Any], int]:
-        if depth > _MAX_DEPTH:
-            raise self.error("nesting too deep", i)
+        if depth > MAX_JSON_DEPTH:
+            raise JsonTooDeep
         s = self.s
         result: list[Any] = []
         i = _skip_ws(s, i)
@@ -385,8 +393,52 @@ class _LenientParser:
 # paths below. orjson is about as fast but turns integers past 64 bits into floats.
 strict_loads: Callable[[Any], Any] = msgspec.json.decode
 
+# The deepest nesting any reader here accepts. A NameServer body nests at most six levels (a
+# registration's topic attributes); the parsers' own guard is the interpreter's recursion limit,
+# which depends on the caller's stack and costs a traceback of ~1,000 frames when it trips.
+MAX_JSON_DEPTH: Final = 100
 
-def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than :data:`MAX_JSON_DEPTH` levels."""
+
+    def __init__(self) -> None:
+        super().__init__(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def depth_checked(value: Any, data: bytes | bytearray | memoryview | str) -> Any:
+    """``value`` (parsed from ``data``) when it nests at most :data:`MAX_JSON_DEPTH` levels;
+    JsonTooDeep otherwise. Text with fewer brackets than the limit cannot nest deeper, so most
+    bodies are never walked."""
+    if not isinstance(value, dict | list):
+        return value
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    opens = data.count("{" if isinstance(data, str) else b"{") + data.count(
+        "[" if isinstance(data, str) else b"[")
+    if opens <= MAX_JSON_DEPTH:
+        return value
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                if depth >= MAX_JSON_DEPTH:
+                    raise JsonTooDeep
+                stack.append((child, depth + 1))
+    return value
+
+
+def loads_standard(data: bytes | str) -> Any:
+    """:func:`json.loads`, nesting bounded to :data:`MAX_JSON_DEPTH` (JsonTooDeep)."""
+    try:
+        return depth_checked(json.loads(data), data)
+    except RecursionError:
+        raise JsonTooDeep from None
+
+
+def loads_lenient(data: bytes | bytearray | memoryview | str,
+                  lenient_max: int | None = None) -> Any:
     """Parse JSON the way fastjson accepts it; return plain Python objects.
 
     Standard JSON goes straight through :data:`strict_loads`, then :func:`json.loads` (the fast
@@ -397,13 +449,18 @@ def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
     Object keys always come back as ``str``: a bare ``{0:...}`` and a quoted ``{"0":...}`` give the
     same ``{"0": ...}``, so callers see one shape whichever encoder the sender used. Bytes are
     decoded as UTF-8 with invalid sequences replaced (U+FFFD), as Java's ``new String(bytes,
-    UTF_8)`` does. Raises :class:`ValueError` with the offset and a snippet on anything else.
+    UTF_8)`` does. Raises :class:`ValueError` with the offset and a snippet on anything else,
+    :class:`JsonTooDeep` (one) for nesting deeper than :data:`MAX_JSON_DEPTH`, whichever reader
+    finds it. With ``lenient_max``, text longer than that which only the lenient reader could
+    read is refused instead (that reader runs at Python speed).
     """
     if isinstance(data, bytes | bytearray | memoryview | str):
         try:
-            return strict_loads(data)
+            return depth_checked(strict_loads(data), data)
         except RecursionError:
-            raise ValueError("invalid JSON: nesting too deep") from None
+            raise JsonTooDeep from None
+        except JsonTooDeep:
+            raise
         except ValueError:  # msgspec.DecodeError, UnicodeDecodeError
             pass
     if isinstance(data, bytes | bytearray | memoryview):
@@ -415,15 +472,22 @@ def loads_lenient(data: bytes | bytearray | memoryview | str) -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        return json.loads(text)
+        return depth_checked(json.loads(text), text)
     except RecursionError:
-        raise ValueError("invalid JSON: nesting too deep") from None
+        raise JsonTooDeep from None
+    except JsonTooDeep:
+        raise
     except ValueError:
         pass
+    if lenient_max is not None and len(text) > lenient_max:
+        raise ValueError(f"invalid JSON: {len(text)} characters of non-standard JSON (read "
+                         f"leniently up to {lenient_max})")
     try:
         return _LenientParser(text).parse()
     except RecursionError:
-        raise ValueError("invalid JSON: nesting too deep") from None
+        raise JsonTooDeep from None
+    except JsonTooDeep:
+        raise
     except ValueError as exc:
         raise ValueError(str(exc) if str(exc).startswith("invalid JSON") else
                          f"invalid JSON: {exc}") from None

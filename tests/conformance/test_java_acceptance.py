@@ -26,7 +26,6 @@ from nsfleet.config import Settings
 from nsfleet.redis_server import RedisServer
 from tests.support.remoting_client import (
     FAQ,
-    JSON,
     QUERY_NOT_FOUND,
     ROCKETMQ,
     SUCCESS,
@@ -437,41 +436,57 @@ async def test_late_query_data_version_keeps_the_broker(redis_server: RedisServe
 # --- item 8: KV keys Java stores -----------------------------------------------------------------
 
 
-async def test_kv_empty_and_2000_character_keys(client: RemotingClient) -> None:
-    """DefaultRequestProcessor.putKVConfig refuses only a null namespace or key; KVConfigManager
-    .putKVConfig stores any String key in its HashMap, the empty one and a 2,000-character one
-    included; getKVConfig (101) returns each value and getKVListByNamespace (219) lists both."""
+async def test_kv_2000_character_keys(client: RemotingClient) -> None:
+    """KVConfigManager.putKVConfig stores any String key in its HashMap, a 2,000-character one
+    included; getKVConfig (101) returns its value and getKVListByNamespace (219) lists it."""
     ns = "ISSUE_12_KV"
     long_key = "k" * 2000
-    for key, value in (("", "empty-key-value"), (long_key, "long-key-value")):
-        put = await client.request(100, {"namespace": ns, "key": key, "value": value})
-        assert (put.code, put.remark, put.body) == (SUCCESS, None, None)
-    for key, value in (("", "empty-key-value"), (long_key, "long-key-value")):
-        got = await client.request(101, {"namespace": ns, "key": key})
-        assert (got.code, got.remark, got.ext_fields) == (SUCCESS, None, {"value": value})
+    put = await client.request(100, {"namespace": ns, "key": long_key, "value": "long-key-value"})
+    assert (put.code, put.remark, put.body) == (SUCCESS, None, None)
+    got = await client.request(101, {"namespace": ns, "key": long_key})
+    assert (got.code, got.remark, got.ext_fields) == (SUCCESS, None, {"value": "long-key-value"})
     listed = await client.request(219, {"namespace": ns})
     assert (listed.code, listed.remark) == (SUCCESS, None)
-    # KVTable's HashMap has no order: either order of the two entries is Java's answer.
-    first, second = '"":"empty-key-value"', f'"{long_key}":"long-key-value"'
-    assert listed.body in (f'{{"table":{{{first},{second}}}}}'.encode(),
-                           f'{{"table":{{{second},{first}}}}}'.encode())
-    # deleteKVConfig removes each; getKVConfig then answers QUERY_NOT_FOUND with Java's remark.
-    for key in ("", long_key):
-        assert (await client.request(102, {"namespace": ns, "key": key})).code == SUCCESS
-        gone = await client.request(101, {"namespace": ns, "key": key})
-        assert (gone.code, gone.remark) == (QUERY_NOT_FOUND,
-                                            f"No config item, Namespace: {ns} Key: {key}")
+    assert listed.body == f'{{"table":{{"{long_key}":"long-key-value"}}}}'.encode()
+    # deleteKVConfig removes it; getKVConfig then answers QUERY_NOT_FOUND with Java's remark.
+    assert (await client.request(102, {"namespace": ns, "key": long_key})).code == SUCCESS
+    gone = await client.request(101, {"namespace": ns, "key": long_key})
+    assert (gone.code, gone.remark) == (QUERY_NOT_FOUND,
+                                        f"No config item, Namespace: {ns} Key: {long_key}")
+
+
+@pytest.mark.parametrize(("namespace", "key", "remark"), [
+    ("ISSUE_39_KV", "", "key: must not be empty"),
+    ("", "k", "namespace: must not be empty"),
+    ("ISSUE_39_KV\x00x", "k", "namespace: 'ISSUE_39_KV\\x00x' has a control character"),
+    ("ISSUE_39_KV", "ok\nline", "key: 'ok\\nline' has a control character"),
+])
+async def test_kv_names_a_redis_key_cannot_carry_are_refused(
+        client: RemotingClient, namespace: str, key: str, remark: str) -> None:
+    """Stricter than Java, which stores them (docs/compatibility.md): an empty namespace or key,
+    or one with a control character, is refused with SYSTEM_ERROR naming the field, and nothing
+    is stored (219 finds no such namespace)."""
+    put = await client.request(100, {"namespace": namespace, "key": key, "value": "v"})
+    assert (put.code, put.remark) == (SYSTEM_ERROR, remark)
+    listed = await client.request(219, {"namespace": namespace})
+    assert listed.code == QUERY_NOT_FOUND
+
+
+async def test_kv_put_without_a_value_is_refused(client: RemotingClient) -> None:
+    """PutKVConfigRequestHeader marks ``value`` @CFNotNull. Java's header decoding only logs the
+    missing field and stores a null; nsfleet refuses it (a null cannot be stored in Redis, and a
+    namespace created empty was half a write): SYSTEM_ERROR with the decoder's words."""
+    put = await client.request(100, {"namespace": "ISSUE_39_NOVALUE", "key": "k"})
+    assert (put.code, put.remark) == (SYSTEM_ERROR, "the custom field <value> is null")
+    assert (await client.request(219, {"namespace": "ISSUE_39_NOVALUE"})).code == QUERY_NOT_FOUND
 
 
 async def test_kv_empty_key_in_a_binary_header_is_null(client: RemotingClient) -> None:
-    """RocketMQSerializable.readStr reads a zero-length ext value as null, so the same empty key in
-    a ROCKETMQ (binary) header is a null key: putKVConfig answers "namespace or key is null"."""
+    """RocketMQSerializable.readStr reads a zero-length ext value as null, so an empty key in a
+    ROCKETMQ (binary) header is a null key: putKVConfig answers "namespace or key is null"."""
     resp = await client.request(100, {"namespace": "ISSUE_12_KV", "key": "", "value": "v"},
                                 serialize_type=ROCKETMQ)
     assert (resp.code, resp.remark) == (SYSTEM_ERROR, "namespace or key is null")
-    json_put = await client.request(100, {"namespace": "ISSUE_12_KV", "key": "", "value": "v"},
-                                    serialize_type=JSON)
-    assert json_put.code == SUCCESS
 
 
 # --- item 9: GET / UPDATE_NAMESRV_CONFIG ---------------------------------------------------------

@@ -187,15 +187,13 @@ async def test_kv_config_missing_fields(client: RemotingClient) -> None:
     check(resp, req, SUCCESS)
 
 
-async def test_put_kv_config_without_value_stores_null(client: RemotingClient) -> None:
-    """A missing value stores null: GET finds nothing, the namespace exists, and the KVTable
-    leaves the key out (fastjson skips null map values)."""
+async def test_put_kv_config_without_value_is_refused(client: RemotingClient) -> None:
+    """Java logs the missing @CFNotNull value and stores a null; nsfleet refuses it
+    (docs/compatibility.md) and writes nothing: the namespace does not appear."""
     req, resp = await call(client, 100, {"namespace": "nv", "key": "k"})
-    check(resp, req, SUCCESS)
-    req, resp = await call(client, 101, {"namespace": "nv", "key": "k"})
-    check(resp, req, QUERY_NOT_FOUND, "No config item, Namespace: nv Key: k", ext={})
+    check(resp, req, SYSTEM_ERROR, "the custom field <value> is null")
     req, resp = await call(client, 219, {"namespace": "nv"})
-    check(resp, req, SUCCESS, body=b'{"table":{}}')
+    check(resp, req, QUERY_NOT_FOUND, "No config item, Namespace: nv")
 
 
 async def test_get_kvlist_by_namespace(client: RemotingClient) -> None:

@@ -147,12 +147,8 @@ async def test_many_subscribers_see_the_same_sequence(store: RouteStore) -> None
         await p.aclose()
 
 
-async def test_kv_put_of_a_null_value_creates_the_namespace_and_removes_the_key(
-        store: RouteStore) -> None:
+async def test_kv_put_of_the_same_value_changes_nothing(store: RouteStore) -> None:
     assert await store.kv_put("ns", "k", "v")
-    assert await store.kv_put("ns", "k", None)
-    assert await store.kv_get("ns", "k") is None
-    assert await store.kv_list("ns") == {}
-    assert not await store.kv_put("ns", "k", None)  # already so: no change
-    assert await store.kv_put("fresh", "k", None)  # a new namespace is a change
-    assert await store.kv_list("fresh") == {}
+    assert not await store.kv_put("ns", "k", "v")
+    assert await store.kv_put("ns", "k", "")  # an empty value is a value
+    assert await store.kv_list("ns") == {"k": ""}

@@ -214,10 +214,23 @@ async def test_a_topic_listed_twice_keeps_its_last_entry(store: RouteStore) -> N
 
 
 async def test_kv_keys_java_stores(store: RouteStore) -> None:
-    """KVConfigManager stores an empty key and a long one."""
-    assert await store.kv_put("ns", "", "empty")
+    """KVConfigManager's long keys and odd characters are stored; a key name in Redis takes
+    no empty part and no control character (docs/compatibility.md)."""
     assert await store.kv_put("ns", "k" * 2000, "long")
-    assert await store.kv_get("ns", "") == "empty"
-    assert await store.kv_list("ns") == {"": "empty", "k" * 2000: "long"}
-    assert await store.kv_delete("ns", "")
+    assert await store.kv_put("ns", "a b:c/%é", "odd")
+    assert await store.kv_list("ns") == {"k" * 2000: "long", "a b:c/%é": "odd"}
+    assert await store.kv_delete("ns", "a b:c/%é")
     assert await orphans(store.redis, store.keys) == []
+
+
+@pytest.mark.parametrize(("namespace", "key", "why"), [
+    ("", "k", "must not be empty"), ("ns", "", "must not be empty"),
+    ("ns\x00x", "k", "control character"), ("ns", "ok\nline", "control character"),
+    ("ns", "tab\there", "control character"), ("del\x7f", "k", "control character"),
+])
+async def test_kv_names_redis_cannot_carry_are_refused_and_nothing_is_written(
+        store: RouteStore, namespace: str, key: str, why: str) -> None:
+    before = await key_names(store)
+    with pytest.raises(ValidationError, match=why):
+        await store.kv_put(namespace, key, "v")
+    assert await key_names(store) == before
