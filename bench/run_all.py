@@ -40,6 +40,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("memory", 300),
     ("capacity", 300),
     ("console_bench", 300),
+    ("bad_input", 300),
 )
 
 

@@ -162,9 +162,11 @@ def _flush_at_exit() -> None:
 def configure(log_format: str = "console", level: str = "info", log_file: str = "") -> None:
     """Logs to stderr, and with ``log_file`` also to that file as JSON lines, rotated (for
     set-ups without a log collector: the audit trail lives there too)."""
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
+    # JSON lines carry a traceback as one "exception" field; the console renders its own.
+    as_json = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    rendering: list[structlog.typing.Processor] = (
+        as_json if log_format == "json"
+        else [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())])
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         clip_values,
@@ -185,7 +187,7 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *rendering],
         foreign_pre_chain=shared))
     handler.addFilter(_DeliberateCancellation())
     root = logging.getLogger()
@@ -194,8 +196,7 @@ def configure(log_format: str = "console", level: str = "info", log_file: str = 
         rotating = logging.handlers.RotatingFileHandler(
             log_file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8")
         rotating.setFormatter(structlog.stdlib.ProcessorFormatter(
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                        structlog.processors.JSONRenderer()],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *as_json],
             foreign_pre_chain=shared))
         rotating.addFilter(_DeliberateCancellation())
         root.handlers.append(rotating)

@@ -238,7 +238,7 @@ async def get_cluster_info(ns: NameServer, h: EmptyHeader, cmd: RemotingCommand,
 # --- routes and topics ---------------------------------------------------------------------------
 
 # A client older than 5.0 is answered as a 4.x NameServer answers it: BrokerData without 5.0's
-# enableActingMaster (its client ignores the field; the README's list of differences).
+# enableActingMaster (its client ignores the field; docs/compatibility.md).
 def _standard_route(route: TopicRouteData) -> bytes:
     return dumps_standard(route.to_dict())
 

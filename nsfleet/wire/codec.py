@@ -27,6 +27,7 @@ from nsfleet.wire.fastjson import JsonTooDeep, dumps_legacy, loads_lenient, quot
 __all__ = [
     "CURRENT_VERSION",
     "DEFAULT_MAX_FRAME_SIZE",
+    "MAX_HEADER_SIZE",
     "ONEWAY",
     "RESPONSE",
     "V3_0_11",
@@ -38,6 +39,7 @@ __all__ = [
     "FrameDecoder",
     "FrameTooLargeError",
     "HeaderDecodeError",
+    "HeaderTooLargeError",
     "LanguageCode",
     "ProtocolError",
     "RemotingCommand",
@@ -74,6 +76,11 @@ def answer_version(request_version: int) -> int:
 
 # Netty's frameMaxLength default; it bounds the whole frame including the length prefix.
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
+# The largest header a frame may carry. Java bounds only the frame (16 MiB, the header length
+# field's 24 bits allow as much); its clients write headers of a few hundred bytes, a KV value
+# the longest. An 8 MiB header cost the event loop ~40 ms to receive and decode, and one worker
+# serves every reader from that loop: a header over this is refused as soon as its length arrives.
+MAX_HEADER_SIZE: Final = 1024 * 1024
 
 # Flag bits (RemotingCommand.RPC_TYPE / RPC_ONEWAY).
 RESPONSE: Final = 1
@@ -153,6 +160,10 @@ class ProtocolError(Exception):
 
 class FrameTooLargeError(ProtocolError):
     """Frame over the configured maximum (Netty ``TooLongFrameException``)."""
+
+
+class HeaderTooLargeError(ProtocolError):
+    """Header over :data:`MAX_HEADER_SIZE` (nsfleet's bound; Java has none below the frame's)."""
 
 
 class BadFrameLengthError(ProtocolError):
@@ -647,6 +658,11 @@ class FrameDecoder:
                 if length + 4 > self._max:
                     raise FrameTooLargeError(
                         f"frame of {length + 4} bytes exceeds the maximum of {self._max}")
+                if end - pos >= 8:
+                    header_len = _UINT.unpack_from(view, pos + 4)[0] & 0xFFFFFF
+                    if header_len > MAX_HEADER_SIZE:
+                        raise HeaderTooLargeError(f"header of {header_len} bytes exceeds the "
+                                                  f"maximum of {MAX_HEADER_SIZE}")
                 if end - pos - 4 < length:
                     break
                 out.append(_decode_frame_at(view, pos + 4, length))

@@ -112,3 +112,62 @@ def test_the_worker_set_up_folds_once_for_every_handler(
             handler.close()
         root.handlers[:], root.level = saved
         structlog.reset_defaults()
+
+
+def test_the_same_bad_input_from_many_peers_folds_into_one_line(folded: Sink) -> None:
+    """The peer is not part of what makes two reports identical: an attack from many
+    connections is one line, and its count says from how many peers."""
+    log = structlog.get_logger()
+    for port in range(30):
+        log.warning("closing remoting connection: bad frame", error="bad frame length 0",
+                    peer=f"127.0.0.1:{40000 + port}")
+    assert len(folded.events) == 1 and folded.events[0]["peer"] == "127.0.0.1:40000"
+    time.sleep(0.5)
+    assert folded.events[1] == {"event": "closing remoting connection: bad frame",
+                                "error": "bad frame length 0", "repeated": 29, "peers": 29,
+                                "window_s": 0.3, "level": "warning"}
+
+
+def test_long_values_are_cut_to_their_start_and_length() -> None:
+    event = logs.clip_values(None, "warning", {
+        "event": "e" * 5000, "error": "A" * 8_000_000, "peer": "127.0.0.1:1", "count": 3})
+    assert event["error"] == "A" * logs.LOG_VALUE_CHARS + "…(8000000 chars)"
+    assert event["event"] == "e" * logs.LOG_EVENT_CHARS + "…(5000 chars)"
+    assert (event["peer"], event["count"]) == ("127.0.0.1:1", 3)
+
+
+def test_aiohttp_reports_of_malformed_requests_become_one_warning_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiohttp logs a request it cannot parse at ERROR with a traceback; the worker's set-up
+    writes one folded warning instead, and keeps the traceback of any other exception."""
+    from aiohttp.http_exceptions import BadStatusLine
+
+    monkeypatch.setattr(logs, "FOLD_WINDOW_S", 0.2)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    server = logging.getLogger("aiohttp.server")
+    try:
+        logs.configure("json", "info")
+        for _ in range(3):
+            try:
+                raise BadStatusLine("GET / HTTP/9.9")
+            except BadStatusLine as exc:
+                server.exception("Error handling request from %s", "127.0.0.1", exc_info=exc)
+        try:
+            raise KeyError("a bug")
+        except KeyError as exc:
+            server.exception("Error handling request from %s", "127.0.0.1", exc_info=exc)
+        time.sleep(0.4)
+        first, bug, count = map(json.loads, capsys.readouterr().err.splitlines())
+        assert (first["event"], first["level"], first["peer"]) == (
+            "malformed HTTP request", "warning", "127.0.0.1")
+        assert "HTTP/9.9" in first["error"] and "exception" not in first
+        assert "KeyError" in bug["exception"]
+        assert (count["event"], count["repeated"]) == ("malformed HTTP request", 2)
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], root.level = saved
+        server.filters.clear()
+        structlog.reset_defaults()

@@ -19,6 +19,7 @@ from nsfleet.wire.codec import (
     FrameDecoder,
     FrameTooLargeError,
     HeaderDecodeError,
+    HeaderTooLargeError,
     LanguageCode,
     ProtocolError,
     RemotingCommand,
@@ -401,6 +402,30 @@ def test_decoder_default_limit_is_16_mib() -> None:
     assert FrameDecoder().feed(struct.pack(">i", 16 * 1024 * 1024 - 4)) == []
 
 
+def test_decoder_refuses_a_header_over_1_mib_on_its_length() -> None:
+    """Java bounds only the frame; a header over MAX_HEADER_SIZE is refused as soon as the
+    header length arrives, before its bytes do."""
+    decoder = FrameDecoder()
+    with pytest.raises(HeaderTooLargeError, match="header of 1048577 bytes exceeds"):
+        decoder.feed(struct.pack(">ii", 8 * 1024 * 1024, 1024 * 1024 + 1))
+    header = b'{"code":105,"extFields":{"value":"' + b"v" * (1024 * 1024 - 40) + b'"}}'
+    (cmd,) = FrameDecoder().feed(struct.pack(">ii", 4 + len(header), len(header)) + header)
+    assert len(cmd.ext_fields["value"]) == 1024 * 1024 - 40
+
+
+def test_a_failed_decoder_keeps_neither_the_stream_nor_the_exception() -> None:
+    """The bytes of a dead stream are never read, and the stored failure is the exception's
+    type and text: its traceback would hold the frames that held the connection."""
+    decoder = FrameDecoder()
+    header = b'{"code":105,"extFields":"' + b"A" * 100_000 + b'"}'
+    with pytest.raises(HeaderDecodeError) as info:
+        decoder.feed(struct.pack(">ii", 4 + len(header), len(header)) + header)
+    assert decoder.buffered == 0
+    assert "…(100000 chars)" in str(info.value) and len(str(info.value)) < 300
+    assert not any(isinstance(v, BaseException) for v in
+                   (getattr(decoder, slot) for slot in type(decoder).__slots__))
+
+
 def test_decoder_bad_header_length() -> None:
     with pytest.raises(BadHeaderLengthError):
         FrameDecoder().feed(struct.pack(">ii", 8, 5) + b"{}{}")
@@ -449,5 +474,5 @@ def test_decoder_error_in_binary_header_after_good_frames() -> None:
 
 def test_error_hierarchy() -> None:
     for cls in (FrameTooLargeError, BadFrameLengthError, BadHeaderLengthError,
-                UnknownSerializeTypeError, HeaderDecodeError):
+                UnknownSerializeTypeError, HeaderDecodeError, HeaderTooLargeError):
         assert issubclass(cls, ProtocolError)

@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 
 from nsfleet.wire.fastjson import (
+    MAX_JSON_DEPTH,
+    JsonTooDeep,
     dumps_legacy,
     dumps_standard,
     loads_lenient,
+    loads_standard,
     quote_legacy,
     quote_standard,
 )
@@ -147,3 +150,42 @@ def test_garbage_raises_value_error(text: str) -> None:
 def test_wrong_input_type() -> None:
     with pytest.raises(TypeError):
         loads_lenient(123)  # type: ignore[arg-type]
+
+
+def nested(depth: int, standard: bool) -> str:
+    opener = '{"a":' if standard else "{a:"
+    return opener * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("standard", [True, False])
+def test_every_reader_refuses_nesting_past_the_limit_with_one_error(standard: bool) -> None:
+    """msgspec, json.loads and the lenient reader each have their own guard (the interpreter's
+    recursion limit, which depends on the caller's stack); whichever reads the text, 101 levels
+    and 100,000 levels get the same error, and 100 levels are read."""
+    readers = [loads_lenient] + ([loads_standard] if standard else [])
+    for read in readers:
+        assert read(nested(MAX_JSON_DEPTH, standard)) is not None
+        for depth in (MAX_JSON_DEPTH + 1, 500, 1001, 100_000):
+            with pytest.raises(JsonTooDeep, match="invalid JSON: nested deeper than 100 levels"):
+                read(nested(depth, standard))
+    deep_list = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    with pytest.raises(JsonTooDeep):
+        loads_lenient(deep_list.encode())
+    wide = json.dumps({str(i): [[i]] for i in range(1000)})  # many brackets, shallow
+    assert len(loads_lenient(wide)) == 1000
+
+
+def test_non_standard_json_past_the_lenient_limit_is_refused() -> None:
+    text = "{'a':'" + "x" * 1000 + "'}"
+    assert loads_lenient(text, lenient_max=2000) == {"a": "x" * 1000}
+    with pytest.raises(ValueError, match="non-standard JSON"):
+        loads_lenient(text, lenient_max=500)
+    assert loads_lenient('{"a":"' + "x" * 1000 + '"}', lenient_max=10)  # standard: any size
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("'x\\'y'", "x'y"), ("'say \"hi\"'", 'say "hi"'), ("'esc \\\"q'", 'esc "q'),
+    ("'back\\\\'", "back\\"), ("'nl\\n\\u0041'", "nl\nA"), ("''", ""),
+])
+def test_single_quoted_strings_read_as_fastjson_reads_them(text: str, value: str) -> None:
+    assert loads_lenient("{k:" + text + "}") == {"k": value}
