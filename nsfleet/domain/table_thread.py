@@ -18,6 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
+# A request body bigger than this (a registration of about 600 topics) is decoded here: decoding
+# holds the event loop for milliseconds per thousand topics, and reads wait behind it.
+OFF_LOOP_BODY_BYTES = 64 * 1024
+
 P = ParamSpec("P")
 R = TypeVar("R")
 

@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.domain.table_thread import in_table_thread
+from nsfleet.domain.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
@@ -50,15 +50,13 @@ def _ns(request: web.Request) -> NameServer:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    return parse.json_object(await request.read())
+    raw = await request.read()
+    if len(raw) > OFF_LOOP_BODY_BYTES:
+        return await in_table_thread(parse.json_object, raw)
+    return parse.json_object(raw)
 
 
 # --- brokers -------------------------------------------------------------------------------------
-
-# A registration body bigger than this (about 600 topics) is parsed in a thread, so the
-# reads this worker serves meanwhile are not held behind it.
-OFF_LOOP_BODY_BYTES = 64 * 1024
-
 
 async def register_broker(request: web.Request) -> web.Response:
     raw = await request.read()

@@ -15,6 +15,7 @@ from typing import Any
 from nsfleet.domain.errors import (
     FAQ,
     BadRequest,
+    BodyDecodeError,
     Crc32Mismatch,
     NameServerError,
     ValidationError,
@@ -25,7 +26,7 @@ from nsfleet.domain.model import (
     QueueData,
     TopicRouteData,
 )
-from nsfleet.domain.table_thread import in_table_thread
+from nsfleet.domain.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.remoting.zone import filter_by_zone
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.route_reads import RouteAnswer
@@ -55,9 +56,20 @@ from nsfleet.wire.headers import (
     TopicsByClusterHeader,
 )
 
-# A REGISTER_BROKER body bigger than this (about 600 topics) is decoded in a thread: the
-# decode holds the event loop for milliseconds per thousand topics.
-OFF_LOOP_BODY_BYTES = 64 * 1024
+# Request bodies other than a registration's are small (a DataVersion, one topic's route): read
+# leniently up to this much only, since that reader runs at Python speed (~4 s for 16 MiB).
+LENIENT_BODY_MAX = 1024 * 1024
+
+
+async def json_body(body: bytes) -> Any:
+    """``loads_lenient(body)``, off the event loop for a big body; BodyDecodeError (Java's
+    decode exception escaping the processor) for one it cannot read."""
+    try:
+        if len(body) > OFF_LOOP_BODY_BYTES:
+            return await in_table_thread(loads_lenient, body, lenient_max=LENIENT_BODY_MAX)
+        return loads_lenient(body)
+    except ValueError as exc:
+        raise BodyDecodeError(str(exc)) from None
 
 
 @dataclass
@@ -202,7 +214,7 @@ async def query_data_version(ns: NameServer, h: BrokerIdentityHeader, cmd: Remot
         missing = [f for f in _QUERY_DATA_VERSION_NOT_NULL if cmd.ext_fields.get(f) is None]
         if missing:
             raise BadRequest(f"the custom field <{missing[0]}> is null")
-    parsed = loads_lenient(cmd.body) if cmd.body else None
+    parsed = await json_body(cmd.body) if cmd.body else None
     if parsed is not None and not isinstance(parsed, dict):
         raise ValidationError("body", "must be a DataVersion JSON object")
     dv = DataVersion.from_json(parsed) if parsed is not None else None
@@ -338,7 +350,7 @@ async def delete_topic(ns: NameServer, h: TopicHeader, cmd: RemotingCommand,
 
 async def register_topic(ns: NameServer, h: TopicHeader, cmd: RemotingCommand,
                          conn: Connection) -> RemotingCommand:
-    route = loads_lenient(cmd.body) if cmd.body else None
+    route = await json_body(cmd.body) if cmd.body else None
     if route is None:
         return ok(cmd)
     if not isinstance(route, dict):

@@ -243,6 +243,31 @@ async def test_bad_requests_get_json_errors(client: TestClient, method: str, pat
     assert body["code"] in (status, 1) and body["error"]
 
 
+DEEP = b'{"a":' * 2000 + b"1" + b"}" * 2000
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("post", "/v1/brokers/register"), ("post", "/v1/brokers/heartbeat"),
+    ("put", "/v1/kv/ns/k"), ("post", "/v1/routes/watch"), ("put", "/v1/namesrv-config")])
+async def test_deep_nesting_is_a_400_naming_the_limit(client: TestClient, method: str,
+                                                      path: str) -> None:
+    """Once a 500 with ~270 lines of traceback per request (issue 39)."""
+    body = await _json(await client.request(method, path, data=DEEP), 400)
+    assert body == {"code": 400, "error": "invalid JSON: nested deeper than 100 levels"}
+
+
+async def test_a_handler_bug_is_a_json_500(
+        ns: NameServer, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(*_: Any) -> Any:
+        raise KeyError("x" * 5000)
+
+    monkeypatch.setattr(NameServer, "live_brokers", broken)
+    client = await aiohttp_client(create_app(ns, options=OPTIONS))
+    body = await _json(await client.get("/v1/brokers"), 500)
+    assert body["code"] == 1 and body["error"].startswith("KeyError: 'xxx")
+    assert len(body["error"]) < 300
+
+
 async def test_oversized_body_is_413_and_writes_nothing(client: TestClient,
                                                        http_store: RouteStore) -> None:
     big = {**MASTER, "pad": "x" * (70 * 1024)}
