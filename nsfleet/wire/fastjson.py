@@ -355,15 +355,9 @@ class _LenientParser:
             if s[i:i + 1] != ":":
                 raise self.error("expected ':' after an object key", i)
             result[k], i = self.value(i + 1, depth)
-            i = _skip_ws(s, i)
-            c = s[i:i + 1]
-            if c == "}":
-                return result, i + 1
-            if c != ",":
-                raise self.error("expected ',' or '}' in an object", i)
-            i = _skip_ws(s, i + 1)
-            if s[i:i + 1] == "}":  # trailing comma
-                return result, i + 1
+            done, i = self.after_member(i, "}", "an object")
+            if done:
+                return result, i
 
     def array(self, i: int, depth: int) -> tuple[list[Any], int]:
         if depth > MAX_JSON_DEPTH:
@@ -376,15 +370,24 @@ class _LenientParser:
         while True:
             value, i = self.value(i, depth)
             result.append(value)
-            i = _skip_ws(s, i)
-            c = s[i:i + 1]
-            if c == "]":
-                return result, i + 1
-            if c != ",":
-                raise self.error("expected ',' or ']' in an array", i)
-            i = _skip_ws(s, i + 1)
-            if s[i:i + 1] == "]":  # trailing comma
-                return result, i + 1
+            done, i = self.after_member(i, "]", "an array")
+            if done:
+                return result, i
+
+    def after_member(self, i: int, close: str, where: str) -> tuple[bool, int]:
+        """After a member of an object or array: (True, past ``close``) at its end, a trailing
+        comma allowed; else (False, where the next member starts)."""
+        s = self.s
+        i = _skip_ws(s, i)
+        c = s[i:i + 1]
+        if c == close:
+            return True, i + 1
+        if c != ",":
+            raise self.error(f"expected ',' or '{close}' in {where}", i)
+        i = _skip_ws(s, i + 1)
+        if s[i:i + 1] == close:  # trailing comma
+            return True, i + 1
+        return False, i
 
 
 # Strict standard JSON, tried before anything else. msgspec accepts a subset of what json.loads
@@ -437,6 +440,21 @@ def loads_standard(data: bytes | str) -> Any:
         raise JsonTooDeep from None
 
 
+_UNREAD: Final = object()
+
+
+def _read_bounded(read: Callable[[Any], Any], data: Any) -> Any:
+    """``read(data)``, nesting bounded; :data:`_UNREAD` for text ``read`` does not take."""
+    try:
+        return depth_checked(read(data), data)
+    except RecursionError:
+        raise JsonTooDeep from None
+    except JsonTooDeep:
+        raise
+    except ValueError:  # msgspec.DecodeError, JSONDecodeError, UnicodeDecodeError
+        return _UNREAD
+
+
 def loads_lenient(data: bytes | bytearray | memoryview | str,
                   lenient_max: int | None = None) -> Any:
     """Parse JSON the way fastjson accepts it; return plain Python objects.
@@ -454,31 +472,16 @@ def loads_lenient(data: bytes | bytearray | memoryview | str,
     finds it. With ``lenient_max``, text longer than that which only the lenient reader could
     read is refused instead (that reader runs at Python speed).
     """
-    if isinstance(data, bytes | bytearray | memoryview | str):
-        try:
-            return depth_checked(strict_loads(data), data)
-        except RecursionError:
-            raise JsonTooDeep from None
-        except JsonTooDeep:
-            raise
-        except ValueError:  # msgspec.DecodeError, UnicodeDecodeError
-            pass
-    if isinstance(data, bytes | bytearray | memoryview):
-        text = bytes(data).decode("utf-8", "replace")
-    elif isinstance(data, str):
-        text = data
-    else:
+    if not isinstance(data, bytes | bytearray | memoryview | str):
         raise TypeError(f"JSON input must be bytes or str, not {type(data).__name__}")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    try:
-        return depth_checked(json.loads(text), text)
-    except RecursionError:
-        raise JsonTooDeep from None
-    except JsonTooDeep:
-        raise
-    except ValueError:
-        pass
+    value = _read_bounded(strict_loads, data)
+    if value is not _UNREAD:
+        return value
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+    text = text.removeprefix("\ufeff")
+    value = _read_bounded(json.loads, text)
+    if value is not _UNREAD:
+        return value
     if lenient_max is not None and len(text) > lenient_max:
         raise ValueError(f"invalid JSON: {len(text)} characters of non-standard JSON (read "
                          f"leniently up to {lenient_max})")
