@@ -97,7 +97,10 @@ class RegistrationRejected(NameServerError):
 
     def __init__(self) -> None:
         super().__init__("register broker failed",
-                         "a single-topic registration from an unknown broker id")
+                         "a single-topic registration from a broker id this group has not "
+                         "registered; send the broker's whole topicConfigTable (two topics or "
+                         "more) first: like Java, nsfleet takes one topic alone only as an "
+                         "update from a broker it already knows")
 
 
 class TopicRouteNotFound(NameServerError):
