@@ -21,7 +21,6 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import (
     DEFAULT_PERM,
     DEFAULT_READ_QUEUE_NUMS,
@@ -29,6 +28,7 @@ from nsfleet.domain.model import (
     DataVersion,
     TopicConfig,
 )
+from nsfleet.runtime.memo import BoundedMemo
 
 T = TypeVar("T")
 

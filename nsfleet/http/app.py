@@ -14,10 +14,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.domain.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.http import address_server, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
+from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.service.address_server import AddressServer
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.route_reads import ABSENT_ETAG, RouteAnswer, standard_route_json

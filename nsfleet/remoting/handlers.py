@@ -26,8 +26,8 @@ from nsfleet.domain.model import (
     QueueData,
     TopicRouteData,
 )
-from nsfleet.domain.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.remoting.zone import filter_by_zone
+from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
 from nsfleet.service.nameserver import NameServer
 from nsfleet.service.route_reads import RouteAnswer
 from nsfleet.wire.bodies import RegisterBody, crc32, decode_register_body

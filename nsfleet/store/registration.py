@@ -12,7 +12,6 @@ from typing import Any
 
 from nsfleet.domain import validation
 from nsfleet.domain.errors import RegistrationRejected
-from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import (
     DEFAULT_HEARTBEAT_TIMEOUT_MS,
     BrokerRegistration,
@@ -20,7 +19,8 @@ from nsfleet.domain.model import (
     RegisterResult,
     topic_queue_mapping_info,
 )
-from nsfleet.domain.table_thread import in_table_thread
+from nsfleet.runtime.memo import BoundedMemo
+from nsfleet.runtime.table_thread import in_table_thread
 from nsfleet.store.departures import Departures
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
@@ -36,7 +36,7 @@ Row = tuple[str, str, str, str, str]
 # instead of a str() per field, a millisecond of every 10,000-topic table a storm encodes.
 _decimal = {n: str(n) for n in range(1025)}.get
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
-# A table of more topics is validated and encoded in the table thread (domain/table_thread.py):
+# A table of more topics is validated and encoded in the table thread (runtime/table_thread.py):
 # that is milliseconds per thousand topics, which would otherwise hold every read the worker
 # serves meanwhile.
 OFF_LOOP_TOPICS = 500

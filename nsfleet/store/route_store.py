@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nsfleet.domain import validation
-from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import DataVersion, QueueData
+from nsfleet.runtime.memo import BoundedMemo
 from nsfleet.store.change_feed import ChangeFeed
 from nsfleet.store.history import ChangeHistory
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG

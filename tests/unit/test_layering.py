@@ -2,7 +2,8 @@
 past its layer.
 
   front ends (nsfleet/http, nsfleet/remoting)  ->  service (nsfleet/service)  ->  store
-  (nsfleet/store)  ->  Redis; every layer may use the domain (nsfleet/domain), which uses nothing,
+  (nsfleet/store)  ->  Redis; every layer may use the domain (nsfleet/domain), which uses only
+  the plumbing of nsfleet/runtime (which uses nothing),
   and the wire format (nsfleet/wire), which uses only the domain. The clients (nsfleet/client,
   nsfleet/admin, the simulator) reach a fleet over the wire only: they never import the server.
 """
@@ -33,6 +34,10 @@ FORBIDDEN = {
     "wire": ("nsfleet.store", "nsfleet.service", "nsfleet.http", "nsfleet.remoting",
              "nsfleet.security", "nsfleet.client", "nsfleet.admin", "nsfleet.config",
              "nsfleet.metrics", "aiohttp", *REDIS),
+    # Plumbing every layer uses, so it uses none of them.
+    "runtime": ("nsfleet.domain", "nsfleet.wire", "nsfleet.store", "nsfleet.service",
+                "nsfleet.http", "nsfleet.remoting", "nsfleet.security", "nsfleet.client",
+                "nsfleet.admin", "nsfleet.config", "nsfleet.metrics", *REDIS),
     "client": SERVER,
     "admin": SERVER,
     "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting", "nsfleet.security"),

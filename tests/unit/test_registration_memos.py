@@ -1,4 +1,4 @@
-"""The memos of unchanged registrations (nsfleet/domain/memo.py) never serve an old answer for
+"""The memos of unchanged registrations (nsfleet/runtime/memo.py) never serve an old answer for
 a changed input: the store remembers a table's checks and encoding by the identity of the
 immutable tuple sent (never a list a caller could change), both protocols a decoded topic table
 by its bytes (nsfleet/domain/topic_tables.py), a remoting connection its last decoded body."""
@@ -9,10 +9,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet.domain import model
-from nsfleet.domain.memo import BoundedMemo
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.http import parse
 from nsfleet.remoting.handlers import Connection
+from nsfleet.runtime.memo import BoundedMemo
 from nsfleet.store import RouteStore
 from nsfleet.wire.bodies import RegisterBody, decode_register_body
 from nsfleet.wire.codec import V5_0_0

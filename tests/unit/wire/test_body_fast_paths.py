@@ -11,8 +11,8 @@ import zlib
 import pytest
 
 from nsfleet.domain.errors import BodyDecodeError
-from nsfleet.domain.table_thread import OFF_LOOP_BODY_BYTES
 from nsfleet.remoting.handlers import Connection
+from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES
 from nsfleet.wire import bodies
 from nsfleet.wire.bodies import decode_register_body, decode_topic_config_line
 from nsfleet.wire.codec import V3_0_11, V5_0_0
