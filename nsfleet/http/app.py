@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.http import address_server, parse
+from nsfleet.http import address_routes, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
 from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
@@ -397,7 +397,7 @@ def create_app(ns: NameServer, *, options: HttpOptions = HttpOptions(),
     app[OPTIONS_KEY] = options
     app[STATE_KEY] = {"draining": False, "scripts_loaded": scripts_loaded}
     if addresses is not None:
-        address_server.add_routes(app, addresses)
+        address_routes.add_routes(app, addresses)
     r = app.router
     r.add_post("/v1/brokers/register", register_broker)
     r.add_post("/v1/brokers/heartbeat", heartbeat)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from nsfleet.domain import validation
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.store import RouteStore
-from nsfleet.store.directory import FleetDirectory
+from nsfleet.store.address_tables import AddressTables
 
 MAX_EXTRA = 64  # a list a client parses every 2 min: a few dozen addresses at most
 
@@ -33,12 +33,12 @@ class AddressServer:
     def __init__(self, store: RouteStore, history: ChangeRecorder) -> None:
         """``history``: where changes of the extra addresses are recorded (the audit trail and
         the fleet's recent changes, as every change of the tables)."""
-        self.directory = FleetDirectory.of(store)
+        self.tables = AddressTables.of(store)
         self.history = history
 
     async def current(self) -> AddressList:
-        return AddressList(await self.directory.live_addresses(),
-                           await self.directory.extra_addresses())
+        return AddressList(await self.tables.live_addresses(),
+                           await self.tables.extra_addresses())
 
     async def change_extra(self, *, add: Iterable[str] = (), remove: Iterable[str] = (),
                            replace: bool = False) -> list[str]:
@@ -48,10 +48,10 @@ class AddressServer:
         removed = [validation.addr(a, "addresses") for a in remove]
         if len(set(added)) > MAX_EXTRA:
             raise validation.ValidationError("addresses", f"at most {MAX_EXTRA}")
-        before = await self.directory.extra_addresses()
-        after = await self.directory.change_extra(add=added, remove=removed, replace=replace)
+        before = await self.tables.extra_addresses()
+        after = await self.tables.change_extra(add=added, remove=removed, replace=replace)
         if len(after) > MAX_EXTRA:  # a concurrent add: undo ours rather than keep too many
-            await self.directory.change_extra(add=before, replace=True)
+            await self.tables.change_extra(add=before, replace=True)
             raise validation.ValidationError("addresses", f"at most {MAX_EXTRA} in all")
         if after != before:
             await self.history.record("address server extra addresses changed",

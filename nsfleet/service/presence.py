@@ -15,7 +15,7 @@ import structlog
 
 from nsfleet.domain.errors import NameServerError
 from nsfleet.store import RouteStore
-from nsfleet.store.directory import FleetDirectory
+from nsfleet.store.address_tables import AddressTables
 
 log = structlog.get_logger(__name__)
 INTERVAL = 5.0  # seconds between refreshes
@@ -56,7 +56,7 @@ class WorkerPresence:
         """``advertise``: the remoting address the address server lists for this worker
         (empty: presence only, not listed)."""
         self.store = store
-        self.directory = FleetDirectory.of(store)
+        self.addresses = AddressTables.of(store)
         self.worker_id = worker_id or uuid.uuid4().hex[:16]
         self.advertise = advertise
         self._task: asyncio.Task[None] | None = None
@@ -65,7 +65,7 @@ class WorkerPresence:
 
     async def _mark(self) -> None:
         if self.advertise and not self._withdrawn:
-            await self.directory.mark_alive(self.worker_id, TTL_MS, self.advertise)
+            await self.addresses.mark_alive(self.worker_id, TTL_MS, self.advertise)
         else:
             await self.store.mark_worker_alive(self.worker_id, TTL_MS)
 
@@ -89,7 +89,7 @@ class WorkerPresence:
         if self.advertise and self._task is not None:
             with contextlib.suppress(NameServerError, TimeoutError):
                 async with asyncio.timeout(1.0):
-                    await self.directory.withdraw(self.worker_id)
+                    await self.addresses.withdraw(self.worker_id)
 
     async def close(self) -> None:
         self._closing = True

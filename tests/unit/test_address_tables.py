@@ -1,5 +1,5 @@
-"""The address server's tables (nsfleet/store/directory.py) on fakeredis and a real redis-server,
-and the address a worker advertises by default."""
+"""The address server's tables (nsfleet/store/address_tables.py) on fakeredis and a real
+redis-server, and the address a worker advertises by default."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from nsfleet.service.address_server import AddressServer
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.presence import advertise_address, primary_address
 from nsfleet.store import RouteStore
-from nsfleet.store.directory import FleetDirectory
+from nsfleet.store.address_tables import AddressTables
 
 
 async def test_only_workers_whose_presence_lives_are_listed(store: RouteStore,
                                                             any_redis: aioredis.Redis) -> None:
-    directory = FleetDirectory.of(store)
+    directory = AddressTables.of(store)
     await directory.mark_alive("w1", 60_000, "10.0.0.1:9876")
     await directory.mark_alive("w2", 60_000, "10.0.0.2:9876")
     await directory.mark_alive("w3", 60_000, "10.0.0.1:9876")  # two workers behind one address
@@ -37,7 +37,7 @@ def address_server(store: RouteStore) -> AddressServer:
 
 async def test_extra_addresses_change_fleet_wide(store: RouteStore) -> None:
     service = address_server(store)
-    await FleetDirectory.of(store).mark_alive("w1", 60_000, "10.0.0.1:9876")
+    await AddressTables.of(store).mark_alive("w1", 60_000, "10.0.0.1:9876")
     assert await service.change_extra(add=["10.9.0.2:9876", "10.9.0.1:9876"]) == [
         "10.9.0.1:9876", "10.9.0.2:9876"]
     current = await address_server(store).current()  # another worker sees the same

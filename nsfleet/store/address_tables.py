@@ -19,13 +19,13 @@ RedisClient = Redis | RedisCluster
 
 
 @translating_redis_errors
-class FleetDirectory:
+class AddressTables:
     def __init__(self, redis: RedisClient, keys: Keys) -> None:
         self.redis = redis
         self.keys = keys
 
     @classmethod
-    def of(cls, store: RouteStore) -> FleetDirectory:
+    def of(cls, store: RouteStore) -> AddressTables:
         """The directory of ``store``'s namespace, on its Redis client."""
         return cls(store.redis, store.keys)
 
