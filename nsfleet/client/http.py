@@ -44,7 +44,7 @@ class FleetUnavailable(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class HttpReply:
     status: int
     headers: Mapping[str, str]  # case-insensitive (aiohttp's CIMultiDictProxy)
     body: bytes
@@ -129,7 +129,7 @@ class FleetHttp:
                       params: Mapping[str, str] | None = None,
                       headers: Mapping[str, str] | None = None,
                       attempt_timeout: float | None = None,
-                      accept: Collection[int] = (200,)) -> Reply:
+                      accept: Collection[int] = (200,)) -> HttpReply:
         """Send to the current worker, failing over through the whole list at most once.
         Statuses in ``accept`` are returned; other 4xx raise ApiError. ``attempt_timeout``
         (default: the client's) bounds each worker's attempt."""
@@ -145,7 +145,7 @@ class FleetHttp:
                 async with self._client().request(method, base + url_path, json=json_body,
                                                   params=params, headers=headers,
                                                   timeout=client_timeout) as resp:
-                    reply = Reply(resp.status, resp.headers, await resp.read(), base)
+                    reply = HttpReply(resp.status, resp.headers, await resp.read(), base)
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 errors.append((base, _describe(exc)))
             else:
