@@ -1,7 +1,9 @@
-"""docs/architecture.md's module map names every top-level module and package of nsfleet."""
+"""docs/architecture.md's module map names every top-level module and package of nsfleet, and
+no public class name stands for two things."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,3 +31,13 @@ def test_the_module_map_names_every_module_of_every_package() -> None:
         missing += [f"{package.name}/{m.stem}" for m in sorted(package.glob("*.py"))
                     if not m.stem.startswith("__") and f"`{m.stem}`" not in row]
     assert missing == []
+
+
+def test_no_public_class_name_is_defined_twice() -> None:
+    """A class name says which concept it is, wherever it is imported from."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted((REPO / "nsfleet").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(str(path.relative_to(REPO)))
+    assert {name: where for name, where in defined.items() if len(where) > 1} == {}
