@@ -43,7 +43,7 @@ from benchlib import new_results, write_results
 
 from nsfleet.client.http import FleetHttp, FleetUnavailable
 from nsfleet.redis_server import RedisServer, free_port
-from nsfleet.simulate_plan import SimBroker, make_plan
+from nsfleet.simulate.plan import SimBroker, make_plan
 from nsfleet.store.keys import Keys
 from nsfleet.wire.codec import CURRENT_VERSION, FrameDecoder, RemotingCommand, encode_frame
 

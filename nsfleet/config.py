@@ -242,6 +242,31 @@ HELP = {
 }
 
 
+# serve --help's sections, in order, with the settings each holds: every setting is in exactly
+# one (GROUP's keys are the settings; tests/unit/test_cli_help.py checks it covers them all).
+START = "start-up"
+GROUP_TITLES = ("ports and processes", "Redis", "broker expiry", "Redis outages", "requests",
+                "logging", "access control", "TLS on the remoting port", START)
+GROUP = {
+    **dict.fromkeys(("host", "http_port", "remoting_port", "metrics_port", "advertise_address",
+                     "processes"), "ports and processes"),
+    **dict.fromkeys(("redis_url", "redis_username", "redis_password", "data_dir", "namespace",
+                     "min_replica_acks", "replica_ack_timeout"), "Redis"),
+    **dict.fromkeys(("broker_timeout", "sweep_interval", "expiry_guard_share",
+                     "expiry_guard_max_hold"), "broker expiry"),
+    "stale_serve_max": "Redis outages",
+    **dict.fromkeys(("drain_timeout", "long_poll_max", "max_body_size", "max_frame_size",
+                     "route_cache", "ui"), "requests"),
+    **dict.fromkeys(("log_format", "log_level", "log_file"), "logging"),
+    **dict.fromkeys(("acl_mode", "acl_file", "acl_reload_interval", "acl_anonymous_reads",
+                     "read_token_file", "write_token_file", "probe_token_file",
+                     "http_proxy_protocol", "trusted_proxies"), "access control"),
+    **dict.fromkeys(("tls_mode", "tls_cert_file", "tls_key_file", "tls_ca_file",
+                     "tls_client_auth", "tls_reload_interval"), "TLS on the remoting port"),
+    "namesrv_config_file": START,
+}
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on: its affinity mask (taskset, cpusets), capped by a cgroup v2
     CPU quota (a container's CPU limit), at least 1."""
@@ -262,21 +287,26 @@ def env_name(field_name: str) -> str:
     return "NSFLEET_" + field_name.upper()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting; unset flags fall back to the environment, then to the default."""
+def add_arguments(parser: argparse.ArgumentParser) -> dict[str, argparse._ArgumentGroup]:
+    """One flag per setting, in its GROUP's section; unset flags fall back to the environment,
+    then to the default. Returns the sections by title (the caller adds its own flags to
+    them)."""
     defaults = Settings()
+    groups = {title: parser.add_argument_group(title) for title in GROUP_TITLES}
     for f in fields(Settings):
+        group = groups[GROUP[f.name]]
         flags = ["--" + f.name.replace("_", "-")]
         if f.name == "namesrv_config_file":
             flags.append("-c")  # mqnamesrv -c
         default = getattr(defaults, f.name)
         help_ = f"{HELP[f.name]} (env {env_name(f.name)}, default {default!r})"
         if isinstance(default, bool):
-            parser.add_argument(*flags, dest=f.name, default=None,
-                                action=argparse.BooleanOptionalAction, help=help_)
+            group.add_argument(*flags, dest=f.name, default=None,
+                               action=argparse.BooleanOptionalAction, help=help_)
         else:
-            parser.add_argument(*flags, dest=f.name, default=None, type=type(default),
-                                help=help_)
+            group.add_argument(*flags, dest=f.name, default=None, type=type(default),
+                               help=help_)
+    return groups
 
 
 def _parse_env(raw: str, default: object, name: str) -> object:

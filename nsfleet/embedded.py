@@ -1,6 +1,13 @@
-"""The embedded Redis of ``nsfleet serve`` with no --redis-url: a private redis-server child with
-AOF on in the user's data directory, locked so two workers never share one data directory, and
-stopped with the worker (on Linux it also dies if the worker is killed).
+"""The embedded Redis of ``nsfleet serve`` with no --redis-url: a redis-server child with AOF on
+in the user's data directory, owned by the worker that took the directory's lock and stopped
+with it (on Linux it also dies if the worker is killed). Its port is kept in ``redis.port`` and
+reused at the next start while free, so a URL stays right across restarts.
+
+A second worker on the same data directory (other HTTP and remoting ports) joins the running
+Redis: it finds the owner in ``nsfleet.run`` (URL, owner pid), checks that the owner lives and
+that the server answers from this directory, logs one line and uses it as a --redis-url. It
+never supervises, restarts or stops that server; when the owner stops, the server goes with it
+and the joined worker sees an ordinary Redis outage until an owner starts it again (same port).
 
 Its owner (the worker, or the ``--processes`` supervisor) calls :meth:`EmbeddedRedis.supervise`
 regularly: a server that exits is reaped and named in one log line (exit status and the last
@@ -8,7 +15,8 @@ lines of its log), then restarted on the same port with the same data directory 
 a backoff (0.5 s doubling to 10 s; reset once it ran 30 s). More than RESTART_LIMIT exits within
 RESTART_WINDOW seconds: :class:`EmbeddedRedisDied`, and the owner stops with that error.
 
-Only the process that took the data directory's lock writes ``redis.url`` and removes it again.
+Only the process that took the data directory's lock writes ``redis.url`` and ``nsfleet.run``
+and removes them again.
 """
 
 from __future__ import annotations
@@ -18,23 +26,31 @@ import collections
 import contextlib
 import ctypes
 import fcntl
+import json
+import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import redis
 import structlog
 
-from nsfleet.redis_server import RedisServer, ServerExited, exit_status
+from nsfleet.redis_server import RedisServer, ServerExited, exit_status, free_port, port_free
 
 log = structlog.get_logger("nsfleet.embedded")
 
 PR_SET_PDEATHSIG = 1
 URL_FILE = "redis.url"  # the running embedded Redis's URL, for `nsfleet analytics` and operators
+PORT_FILE = "redis.port"  # its port, kept when it stops: the next start reuses it while free
+RUN_FILE = "nsfleet.run"  # while it runs: its URL and the owner's pid, for workers that join
+LOCK_FILE = "nsfleet.lock"  # held by the owner
+JOIN_WAIT = 15.0  # seconds a second worker waits for the owner's server (starting, restarting)
 RESTART_LIMIT = 5  # exits within RESTART_WINDOW seconds before the owner gives up
 RESTART_WINDOW = 60.0
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 10.0  # seconds before restarting a server that exited
@@ -53,12 +69,52 @@ class CorruptAof(RuntimeError):
     """The server could not load the data directory's append-only file."""
 
 
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The worker (or ``--processes`` supervisor) that runs a data directory's Redis."""
+
+    url: str
+    pid: int
+
+
 def running_url(data_dir: str | Path) -> str | None:
     """The URL of the embedded Redis a running worker keeps in ``data_dir``, if there is one."""
     try:
         return (Path(data_dir) / URL_FILE).read_text().strip() or None
     except OSError:
         return None
+
+
+def running_owner(data_dir: Path) -> Owner | None:
+    """The owner named in ``data_dir``'s run file, when that process lives and the server at its
+    URL answers from this directory (not a stale file, nor another server on that port)."""
+    try:
+        run = json.loads((data_dir / RUN_FILE).read_text())
+        owner = Owner(str(run["url"]), int(run["owner_pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if owner.pid <= 0:  # kill(0 or -N) would ask about a whole process group
+        return None
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        pass
+    try:
+        with redis.Redis.from_url(owner.url, socket_timeout=1, socket_connect_timeout=1,
+                                  decode_responses=True) as client:
+            served = client.config_get("dir").get("dir")
+    except (redis.RedisError, OSError):
+        return None
+    return owner if served and Path(served).resolve() == data_dir.resolve() else None
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: a worker joining never reads half a file."""
+    partial = path.with_name(f".{path.name}.tmp")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def _die_with_parent() -> None:
@@ -103,20 +159,38 @@ class EmbeddedRedis:
         self._started = 0.0
         self._backoff = BACKOFF_FIRST
         self.restart_at: float | None = None  # monotonic time of a pending restart
+        self.joined: Owner | None = None  # another process's server: never supervised here
 
     def start(self) -> str:
+        """Take the data directory and start its server, or join the one a live owner runs
+        (waiting up to JOIN_WAIT seconds for it to answer); its URL either way."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(self.data_dir / "nsfleet.lock", "w")  # noqa: SIM115 - held until stop
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            raise RuntimeError(f"another nsfleet worker uses the embedded Redis in {self.data_dir};"
-                               " give this one --data-dir or --redis-url") from None
-        self._lock = lock
+        deadline = time.monotonic() + JOIN_WAIT
+        while not self._take_lock():
+            owner = running_owner(self.data_dir)
+            if self.repair_aof:
+                raise RuntimeError(
+                    f"{REPAIR_FLAG}: another nsfleet worker"
+                    f"{f' (pid {owner.pid})' if owner else ''} runs the embedded Redis in "
+                    f"{self.data_dir}: stop it first")
+            if owner is not None:
+                self.joined = owner
+                log.info("joined the embedded redis of another worker, which supervises it",
+                         url=owner.url, owner_pid=owner.pid, data_dir=str(self.data_dir))
+                return owner.url
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"another nsfleet worker uses the embedded Redis in {self.data_dir}, but "
+                    f"its server did not answer within {JOIN_WAIT:g} s; give this one "
+                    "--data-dir or --redis-url")
+            time.sleep(0.1)
+        # A crashed owner's files name a server that is gone.
+        (self.data_dir / RUN_FILE).unlink(missing_ok=True)
+        (self.data_dir / URL_FILE).unlink(missing_ok=True)
         try:
             if self.repair_aof:
                 self._repair()
+            self.server.port = self._choose_port()
             self.server.start()
         except ServerExited as exc:
             self._release()
@@ -125,8 +199,39 @@ class EmbeddedRedis:
             self._release()
             raise
         self._started = time.monotonic()
-        (self.data_dir / URL_FILE).write_text(self.server.url + "\n")
-        return self.server.url
+        url = self.server.url
+        _write(self.data_dir / PORT_FILE, f"{self.server.port}\n")
+        _write(self.data_dir / URL_FILE, url + "\n")
+        _write(self.data_dir / RUN_FILE, json.dumps({"url": url, "owner_pid": os.getpid()}) + "\n")
+        log.info("embedded redis started", url=url, data_dir=str(self.data_dir),
+                 server=self.server.binary)
+        return url
+
+    def _take_lock(self) -> bool:
+        lock = open(self.data_dir / LOCK_FILE, "w")  # noqa: SIM115 - held until stop
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            return False
+        self._lock = lock
+        return True
+
+    def _choose_port(self) -> int:
+        """The last run's port while it is free; a new one (said once) when another process
+        holds it."""
+        host = self.server.host
+        try:
+            kept = int((self.data_dir / PORT_FILE).read_text())
+        except (OSError, ValueError):
+            kept = 0
+        if 0 < kept < 65536 and port_free(kept, host):
+            return kept
+        port = free_port(host)
+        if kept:
+            log.warning("embedded redis port taken by another process: using a new one",
+                        port=kept, new_port=port, data_dir=str(self.data_dir))
+        return port
 
     def _diagnose(self, exc: ServerExited) -> RuntimeError:
         """A start that failed, in a few lines: what to do about a corrupt AOF."""
@@ -174,7 +279,8 @@ class EmbeddedRedis:
 
     def supervise(self, now: float | None = None) -> None:
         """One look at the server, from the owner's loop (cheap while it runs; a due restart
-        blocks until the server answers). Raises EmbeddedRedisDied when it keeps exiting."""
+        blocks until the server answers; nothing for one that joined another's). Raises
+        EmbeddedRedisDied when it keeps exiting."""
         process = self.server.process
         if process is None or self._lock is None:
             return
@@ -221,9 +327,11 @@ class EmbeddedRedis:
             self._lock = None
 
     def stop(self) -> None:
-        """Stop the server; only the owner of the data directory's lock removes redis.url."""
+        """Stop the server; only the owner of the data directory's lock removes its run files
+        (one that joined, or was refused, leaves the owner's server and files alone)."""
         if self._lock is None:
             return
+        (self.data_dir / RUN_FILE).unlink(missing_ok=True)  # first: no one joins a stopping one
         (self.data_dir / URL_FILE).unlink(missing_ok=True)
         self.restart_at = None
         self.server.stop()

@@ -154,7 +154,9 @@ _fold: FoldRepeats | None = None  # the one configure() set up, flushed at exit
 
 
 @atexit.register
-def _flush_at_exit() -> None:
+def flush_folded() -> None:
+    """Write the counts of the error reports folded so far: at exit, and before a fatal line,
+    which then stays the last."""
     if _fold is not None:
         _fold.flush()
 

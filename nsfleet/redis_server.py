@@ -134,6 +134,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``port`` now. With SO_REUSEADDR, as redis-server binds:
+    the last run's connections still in TIME_WAIT do not make the port look taken."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 class ServerExited(RuntimeError):
     """The server exited while starting: its exit status and the last lines it logged."""
 

@@ -10,7 +10,9 @@ a small supervisor (this module, the parent process; it serves nothing itself).
   TCP connections evenly).
 * With the embedded Redis, the supervisor owns the redis-server (started first, stopped last)
   and the children use it by URL; it restarts the server on the same port when it exits
-  (nsfleet.embedded), and stops the group, exit 1, when the server keeps exiting.
+  (nsfleet.embedded), and stops the group, exit 1, when the server keeps exiting. When another
+  worker already runs the data directory's Redis, the group joins it instead and leaves it to
+  that owner.
 * A child that exits while the group runs is restarted in its slot (backoff from 0.5 s to 10 s
   while it keeps failing at once). More than ``CRASH_LIMIT`` exits within ``CRASH_WINDOW``
   seconds: the supervisor stops the others and exits 1.
@@ -124,9 +126,6 @@ class Supervisor:
                 self.embedded = EmbeddedRedis(self.settings.effective_data_dir,
                                               repair_aof=self.repair_aof)
                 self.redis_url = self.embedded.start()
-                log.info("embedded redis started", url=self.redis_url,
-                         data_dir=self.settings.effective_data_dir,
-                         server=self.embedded.server.binary)
             log.info("supervising worker processes", processes=self.count,
                      http=f"{self.settings.host}:{self.settings.http_port}",
                      remoting=f"{self.settings.host}:{self.settings.remoting_port}")
@@ -140,7 +139,11 @@ class Supervisor:
             shutil.rmtree(self.directory, ignore_errors=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if gave_up:
+        if gave_up is not None:
+            # Logged last, after the workers' own last lines (each writes the error reports it
+            # folded as it exits): nothing follows the fatal line.
+            event, fields = gave_up
+            log.error(event, **fields)
             return 1
         failed = {k: c for k, c in codes.items() if c != 0}
         if failed:
@@ -149,16 +152,16 @@ class Supervisor:
         log.info("worker processes stopped", processes=self.count)
         return 0
 
-    def _watch(self) -> bool:
-        """Until asked to stop; True when children (or the embedded Redis) kept crashing."""
+    def _watch(self) -> tuple[str, dict[str, object]] | None:
+        """Until asked to stop; the fatal line to log (event, fields) when children (or the
+        embedded Redis) kept crashing."""
         while not self.stopping:
             now = time.monotonic()
             if self.embedded is not None:
                 try:
                     self.embedded.supervise(now)
                 except EmbeddedRedisDied as exc:
-                    log.error("embedded redis keeps exiting: giving up", error=str(exc))
-                    return True
+                    return "embedded redis keeps exiting: giving up", {"error": str(exc)}
             for child in self.children:
                 if child.process is None:
                     if child.restart_at is not None and now >= child.restart_at:
@@ -172,9 +175,9 @@ class Supervisor:
                 while self.crashes and now - self.crashes[0] > CRASH_WINDOW:
                     self.crashes.popleft()
                 if len(self.crashes) > CRASH_LIMIT:
-                    log.error("worker processes keep exiting: giving up", exits=len(self.crashes),
-                              window_s=CRASH_WINDOW, last_process=child.index, exit_code=code)
-                    return True
+                    return "worker processes keep exiting: giving up", {
+                        "exits": len(self.crashes), "window_s": CRASH_WINDOW,
+                        "last_process": child.index, "exit_code": code}
                 if now - child.started >= STABLE_AFTER:
                     child.backoff = BACKOFF_FIRST
                 delay = child.backoff
@@ -183,7 +186,7 @@ class Supervisor:
                 log.warning("worker process exited: restarting it", process=child.index,
                             exit_code=code, restart_in_s=delay)
             time.sleep(POLL)
-        return False
+        return None
 
     def _stop_children(self) -> dict[int, int]:
         """SIGTERM to every child, each drains; their exit codes by slot."""

@@ -3,7 +3,8 @@
 ``serve`` runs a ``Worker`` through its phases (assemble, start, ready, drain, stop), each a
 method whose order and reasons are stated once, in the class's docstring. Exit code 0; the
 embedded Redis is restarted when it exits while the worker runs (nsfleet.embedded), and one that
-keeps exiting stops the worker with exit code 1.
+keeps exiting stops the worker with exit code 1. A worker that joined another worker's embedded
+Redis (same data directory) uses it as a --redis-url: it neither restarts nor stops it.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class Worker:
        accepting and in-flight requests (and long-polls, which notice the drain) get
        ``drain_timeout`` seconds in all.
     5. ``stop``: background tasks, presence, the change feed, the Redis connections, the
-       embedded Redis (if any), the process group.
+       embedded Redis (if this worker owns one), the process group.
     """
 
     def __init__(self, settings: Settings, stop: asyncio.Event,
@@ -140,10 +141,9 @@ class Worker:
         if settings.embedded_redis:
             self.embedded = EmbeddedRedis(settings.effective_data_dir, repair_aof=repair_aof)
             self.url = await asyncio.to_thread(self.embedded.start)
-            log.info("embedded redis started", url=self.url, data_dir=settings.effective_data_dir,
-                     server=self.embedded.server.binary)
-            self._keeper = asyncio.create_task(
-                keep_running(self.embedded, self.stop_event, self.embedded_died, EMBEDDED_POLL))
+            if self.embedded.joined is None:  # a server joined is its owner's to supervise
+                self._keeper = asyncio.create_task(keep_running(
+                    self.embedded, self.stop_event, self.embedded_died, EMBEDDED_POLL))
         self._client = connect(self.url, settings.redis_username, settings.redis_password)
         store = self._store = RouteStore(
             self._client, settings.namespace,

@@ -35,17 +35,26 @@ async def address_server(api: NameService, args: argparse.Namespace) -> Output:
     return Output(data, [Text("extra addresses: " + (", ".join(data["extra"]) or "(none)"))])
 
 
+# What `nsfleet admin address-server --help` shows: plain text for a terminal.
+DESCRIPTION = ("What the fleet's address server (GET /rocketmq/nsaddr) answers, and its fixed "
+               "extra addresses (fleet-wide, in Redis: every worker answers the same at once, and "
+               "clients pick the change up at their next fetch, every 2 minutes). HTTP API only.")
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
-        "address-server", parents=[common],
+        "address-server", parents=[common], allow_abbrev=False,
         help="the address server's answer and its fixed extra addresses (fleet-wide)",
-        description=__doc__)
+        description=DESCRIPTION)
     p.set_defaults(handler=address_server)
     actions = p.add_subparsers(dest="address_action", required=True, metavar="ACTION")
-    actions.add_parser("show", help="the live workers and the extra addresses", parents=[common])
+    actions.add_parser("show", help="the live workers and the extra addresses", parents=[common],
+                       allow_abbrev=False)
     for action, help_ in (("add", "add fixed addresses"), ("remove", "remove fixed addresses"),
                           ("set", "make the fixed addresses exactly these")):
-        a = actions.add_parser(action, help=help_, parents=[common])
-        a.add_argument("addresses", nargs="+" if action != "set" else "*", metavar="HOST:PORT")
-    actions.add_parser("clear", help="remove every fixed address", parents=[common])
+        a = actions.add_parser(action, help=help_, parents=[common], allow_abbrev=False)
+        a.add_argument("addresses", nargs="+" if action != "set" else "*", metavar="HOST:PORT",
+                       help="remoting addresses the address server lists beside the workers'")
+    actions.add_parser("clear", help="remove every fixed address", parents=[common],
+                       allow_abbrev=False)
     return p

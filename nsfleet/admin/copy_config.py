@@ -143,12 +143,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# What `nsfleet admin copy-config --help` shows: plain text for a terminal.
+DESCRIPTION = """\
+Copy what brokers do not re-send from one name service into another: the KV config
+(ORDER_TOPIC_CONFIG, the namespaces an nsfleet HTTP source lists, --kv-namespace) and the
+NameServer config keys that change answers.
+
+Dry run by default: shows what would change (keys put, keys deleted because the source lacks
+them, config keys set). --apply writes them through the target's API, where each write is in the
+worker's audit trail (with the account and client address). Afterwards nsfleet admin diff finds
+the KV and config equal.
+
+The source is --from SIDE, or the -n addresses when --from has no value; the target is
+--to SIDE, else --server (an nsfleet fleet's HTTP API, the default)."""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     help_ = ("copy KV config and NameServer config (what brokers do not re-send) from one name "
              "service into another; dry run unless --apply")
     p: argparse.ArgumentParser = sub.add_parser(
-        "copy-config", help=help_, description=__doc__, parents=[common],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "copy-config", help=help_, description=DESCRIPTION, parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--from", dest="source", nargs="?", const=FROM_N, metavar="SIDE",
                    help="the source: host:port[;host:port] or http://...; without a value, "
                         "the -n addresses")

@@ -232,11 +232,28 @@ def run(args: argparse.Namespace) -> int:
     return DIFFERENT if result.differences else EQUAL
 
 
+# What `nsfleet admin diff --help` shows: plain text for a terminal.
+DESCRIPTION = """\
+Does one name service answer what another answers? Each side is remoting addresses (a Java
+NameServer, Java replicas, nsfleet workers) or an nsfleet HTTP URL.
+
+Reads cluster info, the whole topic list, every topic's route, the KV namespaces either side
+holds (ORDER_TOPIC_CONFIG, those an nsfleet HTTP side lists, and --kv-namespace) and the
+NameServer config keys that change answers, then reports each difference by kind, broker group
+and field, with the topics it appears in. A difference is re-read after --settle seconds and
+reported only if it is still there (a broker registering mid-run is no difference).
+
+--bytes (remoting sides only) also asks both sides the same requests and reports where the raw
+answers differ, as a client of --client-version; that report never changes the exit status.
+
+Exit status: 0 equal, 1 different, 2 could not compare (one line on stderr)."""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     help_ = ("compare two name services (Java NameServers, nsfleet over remoting or HTTP): "
              "exit 0 equal, 1 different, 2 could not compare")
-    p: argparse.ArgumentParser = sub.add_parser("diff", help=help_, description=__doc__,
-                                                parents=[common],
+    p: argparse.ArgumentParser = sub.add_parser("diff", help=help_, description=DESCRIPTION,
+                                                parents=[common], allow_abbrev=False,
                                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sides", nargs="*", metavar="SIDE",
                    help="host:port[;host:port] (remoting) or http://host:8080 (nsfleet HTTP); "

@@ -49,11 +49,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     """Add the ``analytics`` sub-command; returns its parser (the caller may set_defaults)."""
     p = subparsers.add_parser(
         "analytics", help="report on the fleet with Spark (needs the 'spark' extra and Java 17)",
+        allow_abbrev=False,
         description="Read a namespace's route tables from Redis with PySpark and write a report "
                     "folder: Parquet tables, summary.md, summary.json and PNG charts.")
     p.add_argument("--redis-url", default=None,
                    help="Redis URL (default: $NSFLEET_REDIS_URL, else the embedded Redis of "
-                        "a running `nsfleet serve`, whose URL is in redis.url of its data "
+                        "a running nsfleet serve, whose URL is in redis.url of its data "
                         "directory ($NSFLEET_DATA_DIR, else the default one), else "
                         f"{DEFAULT_REDIS_URL})")
     p.add_argument("--namespace", default="default", help="nsfleet namespace (default: default)")
@@ -196,7 +197,7 @@ def _report(spark: SparkSession, args: argparse.Namespace, namespace: str, out: 
 def main(argv: list[str] | None = None) -> int:
     """``python -m nsfleet.analytics.cli analytics ...``, for use before (or without) the
     top-level ``nsfleet`` CLI."""
-    parser = argparse.ArgumentParser(prog="nsfleet")
+    parser = argparse.ArgumentParser(prog="nsfleet", allow_abbrev=False)
     add_parser(parser.add_subparsers(dest="command", required=True))
     return run(parser.parse_args(argv))
 

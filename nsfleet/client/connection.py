@@ -23,38 +23,43 @@ REMOTING_ONLY = (("--tls", "tls"), ("--tls-ca-file", "tls_ca_file"),
                  ("--secret-key-file", "secret_key_file"))
 
 
-def add_connection_options(p: argparse.ArgumentParser, *, signs_as: str,
-                           timeout: float = DEFAULT_TIMEOUT, suppress: bool = False) -> None:
-    """TLS, signing, token and timeout options. ``signs_as``: who signs (the help text);
-    ``suppress``: leave an option not given unset (admin accepts its options before and after
-    the command name, and one level must not reset the other)."""
+def add_connection_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                           signs_as: str, timeout: float = DEFAULT_TIMEOUT,
+                           suppress: bool = False, shown: bool = True) -> None:
+    """TLS, signing, token and timeout options, on a parser or one of its argument groups.
+    ``signs_as``: who signs (the help text); ``suppress``: leave an option not given unset
+    (admin accepts its options before and after the command name, and one level must not reset
+    the other); ``shown``: list them in --help (admin lists them once, not per command)."""
 
     def default(value: Any) -> Any:
         return argparse.SUPPRESS if suppress else value
 
-    p.add_argument("--tls", action="store_true", default=default(False),
-                   help="with -n: speak TLS (a worker with tls-mode permissive or enforcing; "
-                        "Java: -Dtls.enable=true)")
-    p.add_argument("--tls-ca-file", default=default(None), metavar="PEM",
-                   help="with -n: CA certificates the server's must chain to (default: the "
-                        "system's); implies --tls")
-    p.add_argument("--tls-cert-file", default=default(None), metavar="PEM",
-                   help="with -n: client certificate, for tls-client-auth; implies --tls")
-    p.add_argument("--tls-key-file", default=default(None), metavar="PEM",
-                   help="with -n: the client certificate's private key")
-    p.add_argument("--tls-insecure", action="store_true", default=default(False),
-                   help="with -n: do not verify the server's certificate (tests only; "
-                        "Java's tls.test.mode.enable); implies --tls")
-    p.add_argument("--access-key", default=default(None), metavar="AK",
-                   help=f"with -n: sign {signs_as} as this account (env {ACCESS_KEY_ENV})")
-    p.add_argument("--secret-key-file", default=default(None), metavar="FILE",
-                   help=f"with -n: the account's secret key (env {SECRET_KEY_ENV} holds the "
-                        "key itself)")
-    p.add_argument("--token-file", default=default(None), metavar="FILE",
-                   help=f"HTTP bearer token for workers with tokens on (env {TOKEN_ENV} holds "
-                        "the token itself)")
-    p.add_argument("--timeout", type=float, default=default(timeout), metavar="S",
-                   help=f"seconds per request and worker (default {timeout:g})")
+    def add_argument(*flags: str, help: str, **kwargs: Any) -> None:
+        p.add_argument(*flags, help=help if shown else argparse.SUPPRESS, **kwargs)
+
+    add_argument("--tls", action="store_true", default=default(False),
+                 help="with -n: speak TLS (a worker with tls-mode permissive or enforcing; "
+                      "Java: -Dtls.enable=true)")
+    add_argument("--tls-ca-file", default=default(None), metavar="PEM",
+                 help="with -n: CA certificates the server's must chain to (default: the "
+                      "system's); implies --tls")
+    add_argument("--tls-cert-file", default=default(None), metavar="PEM",
+                 help="with -n: client certificate, for tls-client-auth; implies --tls")
+    add_argument("--tls-key-file", default=default(None), metavar="PEM",
+                 help="with -n: the client certificate's private key")
+    add_argument("--tls-insecure", action="store_true", default=default(False),
+                 help="with -n: do not verify the server's certificate (tests only; "
+                      "Java's tls.test.mode.enable); implies --tls")
+    add_argument("--access-key", default=default(None), metavar="AK",
+                 help=f"with -n: sign {signs_as} as this account (env {ACCESS_KEY_ENV})")
+    add_argument("--secret-key-file", default=default(None), metavar="FILE",
+                 help=f"with -n: the account's secret key (env {SECRET_KEY_ENV} holds the "
+                      "key itself)")
+    add_argument("--token-file", default=default(None), metavar="FILE",
+                 help=f"HTTP bearer token for workers with tokens on (env {TOKEN_ENV} holds "
+                      "the token itself)")
+    add_argument("--timeout", type=float, default=default(timeout), metavar="S",
+                 help=f"seconds per request and worker (default {timeout:g})")
 
 
 def is_http(spec: str) -> bool:

@@ -78,6 +78,22 @@ class OutageClock:
         return self._lost_ms
 
 
+def store_back(seen: ViewMarker | None, now: ViewMarker, kept: bool) -> str:
+    """The "store back" line in words: what the worker found and does about its cache, and
+    whether any change is missing (a cache read again is no loss, and must not read as one)."""
+    if kept:
+        return "store back: it missed no change, so the cached routes stay"
+    if seen is not None and now.rev < seen.rev:
+        return ("store back without the latest changes this worker saw (a restart or failover "
+                "that lost recent writes): routes are read from it again, and brokers restore "
+                "theirs at their next heartbeat")
+    if seen is None:  # nothing to compare with (no view was served while it was away)
+        return "store back: routes are read from it again"
+    how = ("as a new Redis process (restarted or failed over) holding every change this worker "
+           "saw" if now.server != seen.server else "with changes other workers made meanwhile")
+    return f"store back {how}: routes are read from it again; nothing was lost"
+
+
 class StoreOutage:
     def __init__(self, metrics: Metrics, *, stale_serve_max: float = 120.0) -> None:
         self.metrics = metrics
@@ -134,10 +150,14 @@ class StoreOutage:
             self.end_stale_view(f"older than stale-serve-max ({self.stale_serve_max:g} s)")
 
     def end_stale_view(self, why: str) -> None:
+        """The view outlived its bound: reads that need the store fail until it answers."""
+        self._leave_stale_view()
+        log.warning("stopped serving the stale view", reason=why)
+
+    def _leave_stale_view(self) -> None:
         self.serving_stale = False
         self.view = None
         self._drop_view()
-        log.warning("stopped serving the stale view", reason=why)
 
     def may_serve_stale(self) -> bool:
         """Whether an entry of the view may answer now (within the bound)."""
@@ -171,7 +191,11 @@ class StoreOutage:
             log.warning("store back", view_kept=True, feed_intact=True)
             return False
         if self.serving_stale:
-            self.end_stale_view("the store answered again")
+            # Not the bound's warning: nothing failed, the store itself answers again. The
+            # marker stays for ``resume`` to say what changed while the store was away.
+            self.serving_stale = False
+            self._drop_view()
+            log.warning("the store answers again: reads go to it, no longer to the stale view")
         self._hold_reads()
         return True
 
@@ -185,12 +209,10 @@ class StoreOutage:
         when the store proves it missed no change: the same Redis process and the same change
         counter as the last change the feed delivered (a restart, a promoted replica or another
         worker's write moves one of them)."""
-        kept = self.lost_at is not None and self.serving_stale and marker == self.view
-        if self.serving_stale and not kept:
-            self.end_stale_view("the store changed while it was away" if self.view
-                                else "the view was lost")
-        elif not kept:
-            self._drop_view()
+        seen = self.view
+        kept = self.lost_at is not None and self.serving_stale and marker == seen
+        if not kept:
+            self._leave_stale_view()
         else:  # a config change announces itself but moves no counter: read it again
             self.serving_stale = False
             self._reread_config()
@@ -201,7 +223,7 @@ class StoreOutage:
         away = time.monotonic() - self.lost_at
         self.lost_at = None
         self.clock.ended()
-        log.warning("store back", away_s=round(away, 1), view_kept=kept)
+        log.warning(store_back(seen, marker, kept), away_s=round(away, 1), view_kept=kept)
         if not self.on_store_back:
             self.resumed.set()
             return

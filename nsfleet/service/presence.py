@@ -79,7 +79,12 @@ class WorkerPresence:
             try:
                 await self._mark()
             except NameServerError as exc:  # Redis hiccup: try again next round
-                log.warning("presence refresh failed", error=exc.remark)
+                if self._withdrawn:
+                    # Leaving: Redis may be gone for good (a dead embedded Redis stops the
+                    # worker), and a warning after that fatal line would read as a new problem.
+                    log.debug("presence refresh failed", error=exc.remark)
+                else:
+                    log.warning("presence refresh failed", error=exc.remark)
 
     async def withdraw(self) -> None:
         """Stop advertising (a draining worker): clients asking the address server from now on

@@ -1,7 +1,9 @@
-"""The embedded Redis on real processes (issue 29): supervised by whoever started it (a worker,
-or the ``--processes`` supervisor) — a kill -9 is one log line and a restart on the same URL with
-the data kept; a refusal leaves the running worker's redis.url; a corrupt AOF, a taken port and
-a bad NSFLEET_REDIS_SERVER end the start in a few lines that say what to do."""
+"""The embedded Redis on real processes (issues 29, 40): supervised by whoever started it (a
+worker, or the ``--processes`` supervisor) — a kill -9 is one log line and a restart on the same
+URL with the data kept; its port kept across restarts of the owner; a second worker (or group) on
+the same data directory joins it in one log line and leaves it running when it stops; a corrupt
+AOF, a taken port and a bad NSFLEET_REDIS_SERVER end the start in a few lines that say what to
+do."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import psutil
 import pytest
 import redis
 
-from nsfleet.embedded import URL_FILE, aof_files
+from nsfleet.embedded import PORT_FILE, RUN_FILE, URL_FILE, aof_files
 from nsfleet.redis_server import discover, free_port, wheel_binaries
 from tests.support.workers import request, wait_ready
 
@@ -182,22 +184,97 @@ def test_an_embedded_redis_that_keeps_dying_stops_the_worker(tmp_path: Path,
     assert servers_of(serve.data) == []
 
 
-def test_a_refused_processes_group_leaves_the_running_workers_redis_url(
+def joined_lines(serve: Serve) -> list[str]:
+    return [line for line in serve.text().splitlines() if "joined the embedded redis" in line]
+
+
+def test_the_port_is_kept_across_restarts_and_replaced_only_when_taken(
         tmp_path: Path, serves: list[Serve]) -> None:
     data = tmp_path / "data"
     first = Serve(tmp_path, data)
     serves.append(first)
     first.start()
+    url = (data / URL_FILE).read_text().strip()
+    assert first.register("kept", "127.0.0.1:10911") == 200
+    assert first.stop() == 0
+    assert not (data / URL_FILE).exists() and not (data / RUN_FILE).exists()
+    again = Serve(tmp_path, data)
+    serves.append(again)
+    again.start()
+    assert (data / URL_FILE).read_text().strip() == url
+    assert f"url={url}" in again.text() and "port taken" not in again.text()
+    assert again.route_brokers() == {"kept"}
+    assert again.stop() == 0
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with socket.socket() as taken:  # something else took it meanwhile
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last run's TIME_WAITs
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        moved = Serve(tmp_path, data)
+        serves.append(moved)
+        moved.start()
+        new_url = (data / URL_FILE).read_text().strip()
+        assert new_url != url
+        said = [line for line in moved.text().splitlines() if "port taken" in line]
+        assert len(said) == 1 and f"port={port}" in said[0], moved.text()
+        assert moved.route_brokers() == {"kept"}
+        assert moved.stop() == 0
+    assert (data / PORT_FILE).read_text().strip() == new_url.rsplit(":", 1)[1].split("/")[0]
+    assert servers_of(data) == []
+
+
+def test_a_second_worker_on_the_same_data_dir_joins_the_owners_redis(
+        tmp_path: Path, serves: list[Serve]) -> None:
+    data = tmp_path / "data"
+    owner = Serve(tmp_path, data)
+    serves.append(owner)
+    owner.start()
+    url = (data / URL_FILE).read_text().strip()
+    server = redis_pid(url)
+    joiner = Serve(tmp_path, data)
+    serves.append(joiner)
+    joiner.start()
+    assert owner.proc is not None
+    lines = joined_lines(joiner)
+    assert len(lines) == 1, joiner.text()
+    assert f"url={url}" in lines[0] and f"owner_pid={owner.proc.pid}" in lines[0]
+    assert "embedded redis started" not in joiner.text()
+    # One route table: written through either, read through the other.
+    assert joiner.register("via-joiner", "127.0.0.1:10911") == 200
+    assert owner.register("via-owner", "127.0.0.1:10912") == 200
+    assert owner.route_brokers() == joiner.route_brokers() == {"via-joiner", "via-owner"}
+    assert joiner.stop() == 0
+    assert redis_pid(url) == server  # the joiner's exit left the owner's server alone
+    assert (data / URL_FILE).read_text().strip() == url
+    assert owner.route_brokers() == {"via-joiner", "via-owner"}
+    assert owner.stop() == 0
+    assert servers_of(data) == [] and not (data / URL_FILE).exists()
+
+
+def test_a_processes_group_joins_the_running_workers_redis(tmp_path: Path,
+                                                          serves: list[Serve]) -> None:
+    data = tmp_path / "data"
+    first = Serve(tmp_path, data)
+    serves.append(first)
+    first.start()
     url = (data / URL_FILE).read_text()
+    server = redis_pid(url.strip())
     second = Serve(tmp_path, data, processes=2)
     serves.append(second)
-    assert second.run() == 1
-    assert "another nsfleet worker uses the embedded Redis" in second.text()
-    assert (data / URL_FILE).read_text() == url
+    second.start()
+    assert len(joined_lines(second)) == 1, second.text()  # the supervisor's, not the children's
+    assert second.register("b", "127.0.0.1:10911") == 200
+    assert first.route_brokers() == {"b"}
+    # Both children up before the stop: one still importing dies of the SIGTERM (exit 1).
+    deadline = time.monotonic() + 30
+    while second.text().count("nsfleet worker ready") < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert second.stop() == 0, second.text()
+    assert (data / URL_FILE).read_text() == url and redis_pid(url.strip()) == server
     with (data / "nsfleet.lock").open("w") as lock, pytest.raises(BlockingIOError):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # still the first worker's
-    assert first.register("b", "127.0.0.1:10911") == 200
     assert first.stop() == 0
+    assert servers_of(data) == []
 
 
 def _servers() -> list[str]:

@@ -150,13 +150,17 @@ def test_serve_with_embedded_redis_cleans_up(tmp_path: Path) -> None:
         assert again.stop() == 0
 
 
-def test_second_worker_on_same_data_dir_is_refused(tmp_path: Path) -> None:
+def test_second_worker_on_same_data_dir_joins_the_first(tmp_path: Path) -> None:
+    """Issue 40: it uses the first's embedded Redis (tests/integration/test_embedded_redis.py
+    covers what each of them may do with it)."""
     env = {"NSFLEET_DATA_DIR": str(tmp_path / "data"), "NSFLEET_REDIS_URL": ""}
     first = WorkerProcess(env, tmp_path / "one.log").start()
     try:
-        second = WorkerProcess(env, tmp_path / "two.log")
-        with pytest.raises(RuntimeError, match="another nsfleet worker"):
-            second.start()
+        second = WorkerProcess(env, tmp_path / "two.log").start()
+        assert "joined the embedded redis" in (tmp_path / "two.log").read_text()
+        assert http("PUT", f"{second.url}/v1/kv/ns/k", {"value": "v"})[0] == 200
+        assert http("GET", f"{first.url}/v1/kv/ns/k") == (200, {"value": "v"})
+        assert second.stop() == 0
     finally:
         first.stop()
 

@@ -1,6 +1,7 @@
-"""The README's quick tour, run as written, start to end (issue 29): worker 1 on an embedded
-Redis, worker 2 on its URL, the simulation until Ctrl-C, every admin command, analytics' Redis
-found by itself with the brokers still there, worker 2 stopped and the brokers failing over.
+"""The README's quick tour, run as written, start to end (issues 29, 40): worker 1 on an embedded
+Redis, worker 2 joining it through the same data directory, the simulation until Ctrl-C, every
+admin command, analytics' Redis found by itself with the brokers still there, worker 2 stopped
+and the brokers failing over.
 
 Only what cannot run here is replaced: the ports (free ones; worker 1's and admin's default by
 NSFLEET_* variables, the others in the text), the data directory (NSFLEET_DATA_DIR), `nsfleet`
@@ -47,12 +48,10 @@ class Tour:
                     "COLUMNS": "200"}
         self.env.pop("NSFLEET_REDIS_URL", None)
         self.env["NSFLEET_SERVER"] = self.url("8080")  # admin's default, :8080
-        self.redis_port = ""
         self.running: dict[str, subprocess.Popen[bytes]] = {}
 
     def text(self, command: str) -> str:
         command = re.sub(r"\b(8080|8081|9876|9877)\b", lambda m: self.ports[m.group(1)], command)
-        command = command.replace("<port>", self.redis_port)
         return command.replace("--out nsfleet-report", f"--out {self.tmp / 'report'}")
 
     def url(self, port: str) -> str:
@@ -140,9 +139,13 @@ def test_the_quick_tour_as_written(tour: Tour) -> None:
     _until(lambda: _get(f"{tour.url('8080')}/readyz")["status"] == "ready", "worker 1", 60)
     url = (tour.tmp / "data" / "redis.url").read_text().strip()
     assert url in tour.log("worker1")  # "its log shows: ... url=redis://127.0.0.1:<port>/0"
-    tour.redis_port = url.rsplit(":", 1)[1].split("/")[0]
     tour.start("worker2", serve2.command)
     _until(lambda: _get(f"{tour.url('8081')}/readyz")["status"] == "ready", "worker 2", 60)
+    # "its log: joined the embedded redis ...": worker 1's, found without being given a URL.
+    joined = [line for line in tour.log("worker2").splitlines()
+              if "joined the embedded redis" in line]
+    assert "joined the embedded redis" in serve2.said and "--redis-url" not in serve2.command
+    assert len(joined) == 1 and f"url={url}" in joined[0], tour.log("worker2")
     tour.start("simulate", simulate.command)
     _until(lambda: len(_live(tour, "8080")) == brokers, "the simulated brokers", 60)
 

@@ -96,6 +96,10 @@ def test_exit_status_1_when_no_worker_answers(capsys: pytest.CaptureFixture[str]
     # The failed registrations are errors, and --topics 1 is one topic, beside the system ones.
     assert "first error: " in err and " 2 errors " in err and " 0 errors " not in err
     assert "1 topic + " in err and "system and retry topics" in err
+    # The bar counts brokers registered, not attempts, and names the failures; nothing was
+    # registered, so there is no unregistering bar.
+    assert "registered (2 failed)" in err and "0/2" in err and "2/2" not in err
+    assert "unregistering" not in err
     assert main(["simulate", "--brokers", "0"]) == 2
     assert "need brokers >= 1" in capsys.readouterr().err
 
@@ -156,7 +160,7 @@ def test_progress_stays_where_a_stopped_run_got_to() -> None:
     from rich.console import Console
     from rich.progress import Progress
 
-    from nsfleet.simulate import _wait
+    from nsfleet.simulate.brokers import _wait
 
     async def run() -> float:
         stop = asyncio.Event()

@@ -15,7 +15,7 @@ from nsfleet.client import (
 from nsfleet.client.http import path
 from nsfleet.client.queues import parse_order_conf
 from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
-from nsfleet.simulate_plan import group_name, make_plan
+from nsfleet.simulate.plan import group_name, make_plan
 
 
 def _route(order: str | None = None) -> TopicRouteData:

@@ -1,10 +1,15 @@
 """nsfleet.embedded without a server: the restart policy (one log line per exit, backoff,
-giving up), what a failed start says about a corrupt AOF, the AOF files a repair looks at, and
-that a refused start leaves the running worker's redis.url."""
+giving up), what a failed start says about a corrupt AOF, the AOF files a repair looks at, that
+a start that cannot join leaves the running worker's redis.url, the kept port, and which run
+files name an owner to join."""
 
 from __future__ import annotations
 
 import fcntl
+import json
+import os
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +18,17 @@ import structlog
 
 from nsfleet import embedded
 from nsfleet.embedded import (
+    PORT_FILE,
+    RUN_FILE,
     URL_FILE,
     CorruptAof,
     EmbeddedRedis,
     EmbeddedRedisDied,
     aof_files,
     check_aof_command,
+    running_owner,
 )
-from nsfleet.redis_server import ServerExited, exit_status
+from nsfleet.redis_server import ServerExited, exit_status, free_port, port_free
 
 
 class FakeProcess:
@@ -108,22 +116,30 @@ def test_a_server_that_ran_long_restarts_after_the_first_backoff(owned: Any) -> 
 
 def test_exits_outside_the_window_do_not_count(owned: Any) -> None:
     e, server = owned
-    now = 0.0
+    now, delays = 0.0, []
     for _ in range(12):  # one exit every 40 s: never more than 2 in the window
         server.process.code = 1
         e.supervise(now)
         restart = e.restart_at
+        delays.append(restart - now)
         e.supervise(restart)
+        assert e.restart_at is None  # restarted, not given up
         now = restart + 40
+    assert server.starts == 12
+    assert delays == [embedded.BACKOFF_FIRST] * 12  # each ran 40 s: its backoff reset
+    assert len(e._exits) <= 2
 
 
-def test_a_refused_start_leaves_the_running_workers_redis_url(tmp_path: Path) -> None:
+def test_a_start_that_cannot_join_leaves_the_running_workers_redis_url(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedded, "JOIN_WAIT", 0.3)
     (tmp_path / URL_FILE).write_text("redis://127.0.0.1:7000/0\n")
     with (tmp_path / "nsfleet.lock").open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the running worker's
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the running worker's, no run file
         refused = EmbeddedRedis(str(tmp_path))
-        with pytest.raises(RuntimeError, match="another nsfleet worker"):
+        with pytest.raises(RuntimeError, match=r"another nsfleet worker .* did not answer"):
             refused.start()
+        assert refused.joined is None
         refused.stop()  # as the supervisor's clean-up does
         assert (tmp_path / URL_FILE).read_text() == "redis://127.0.0.1:7000/0\n"
         with (tmp_path / "nsfleet.lock").open("w") as probe, pytest.raises(BlockingIOError):
@@ -185,3 +201,53 @@ def test_another_failed_start_names_the_log(tmp_path: Path) -> None:
 def test_exit_status_names_signals() -> None:
     assert exit_status(-9) == "killed by SIGKILL"
     assert exit_status(1) == "exited with 1"
+
+
+def test_the_kept_port_is_reused_while_free(tmp_path: Path) -> None:
+    port = free_port()
+    (tmp_path / PORT_FILE).write_text(f"{port}\n")
+    with structlog.testing.capture_logs() as logs:
+        assert EmbeddedRedis(str(tmp_path))._choose_port() == port
+    assert logs == []
+
+
+def test_a_taken_kept_port_is_replaced_and_said(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert not port_free(port)
+        (tmp_path / PORT_FILE).write_text(f"{port}\n")
+        with structlog.testing.capture_logs() as logs:
+            chosen = EmbeddedRedis(str(tmp_path))._choose_port()
+    assert chosen != port
+    assert [(e["event"], e["port"], e["new_port"]) for e in logs] == [
+        ("embedded redis port taken by another process: using a new one", port, chosen)]
+
+
+def test_a_first_start_picks_a_port_without_a_word(tmp_path: Path) -> None:
+    with structlog.testing.capture_logs() as logs:
+        assert EmbeddedRedis(str(tmp_path))._choose_port() > 0
+    assert logs == []
+
+
+def test_a_run_file_names_no_owner_when_stale_or_unreadable(tmp_path: Path) -> None:
+    assert running_owner(tmp_path) is None  # none
+    (tmp_path / RUN_FILE).write_text("{not json")
+    assert running_owner(tmp_path) is None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (tmp_path / RUN_FILE).write_text(json.dumps({"url": f"redis://127.0.0.1:{free_port()}/0",
+                                                 "owner_pid": gone.pid}))
+    assert running_owner(tmp_path) is None  # its owner is gone
+    (tmp_path / RUN_FILE).write_text(json.dumps({"url": f"redis://127.0.0.1:{free_port()}/0",
+                                                 "owner_pid": os.getpid()}))
+    assert running_owner(tmp_path) is None  # alive, but nothing answers there
+
+
+def test_a_repair_is_refused_while_another_worker_runs_the_server(tmp_path: Path) -> None:
+    with (tmp_path / "nsfleet.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RuntimeError, match=r"--repair-aof: another nsfleet worker runs the "
+                                               r"embedded Redis in .*: stop it first"):
+            EmbeddedRedis(str(tmp_path), repair_aof=True).start()

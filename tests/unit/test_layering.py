@@ -40,6 +40,8 @@ FORBIDDEN = {
                 "nsfleet.admin", "nsfleet.config", "nsfleet.metrics", *REDIS),
     "client": SERVER,
     "admin": SERVER,
+    # The simulator reaches a fleet as brokers do, over the wire.
+    "simulate": SERVER,
     "store": ("nsfleet.service", "nsfleet.http", "nsfleet.remoting", "nsfleet.security"),
     # Analytics reads the tables straight from Redis with Spark: it may know the key schema
     # (store.keys), where the embedded Redis runs (config, embedded) and the domain, never
@@ -121,21 +123,3 @@ def test_the_contract_catches_a_violation(tmp_path: Path) -> None:
         "nsfleet/http/probe.py imports redis.asyncio",
     ]
 
-
-@pytest.mark.parametrize("module", ["simulate.py", "simulate_plan.py"])
-def test_the_simulator_is_a_client(module: str) -> None:
-    """The simulator reaches a fleet as brokers do, over the wire: no server package."""
-    path = PACKAGE / module
-    bad = [m for m in sorted(imports(path, PACKAGE))
-           if any(m == p or m.startswith(p + ".") for p in SERVER)]
-    assert bad == []
-
-
-def test_analytics_may_read_the_key_schema_only(tmp_path: Path) -> None:
-    (tmp_path / "nsfleet" / "analytics").mkdir(parents=True)
-    probe = tmp_path / "nsfleet" / "analytics" / "probe.py"
-    probe.write_text("from nsfleet.store.keys import Keys\nfrom nsfleet.store import RouteStore\n"
-                     "from nsfleet.embedded import running_url\n")
-    assert violations("analytics", tmp_path / "nsfleet") == [
-        "nsfleet/analytics/probe.py imports nsfleet.store",
-        "nsfleet/analytics/probe.py imports nsfleet.store.RouteStore"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nsfleet.client.queues import parse_order_conf
-from nsfleet.simulate_plan import make_plan
+from nsfleet.simulate.plan import make_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,3 +106,14 @@ def test_the_spark_extra_goes_in_a_venv_of_its_own() -> None:
         done = subprocess.run(["git", "check-ignore", "-q", f"{venv.group(1)}/bin/python"],
                               cwd=REPO, check=False)
         assert done.returncode == 0, f"{venv.group(1)}/ is not in .gitignore"
+
+
+def test_the_second_worker_joins_without_a_url_copied_by_hand() -> None:
+    """Worker 2 finds worker 1's embedded Redis through the data directory (issue 40): no
+    --redis-url, nor a port to read off worker 1's log."""
+    serves = [c for c in quick_tour() if c.startswith("nsfleet serve")]
+    assert len(serves) == 2, serves
+    for command in serves:
+        assert "--redis-url" not in command and "--data-dir" not in command, command
+        assert "<" not in command, command
+    assert "--http-port" in serves[1] and "--remoting-port" in serves[1]
