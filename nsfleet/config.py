@@ -208,9 +208,10 @@ HELP = {
     "min_replica_acks": "writes wait (Redis WAIT) until this many replicas have them, and "
                         "answer an error when fewer do within replica-ack-timeout (0: off)",
     "replica_ack_timeout": "seconds a write waits for min-replica-acks",
-    "data_dir": "embedded Redis data directory (its AOF, redis.log and redis.url; "
-                "docs/troubleshooting.md); empty: the user data directory's nsfleet/redis, "
-                "which --print-config shows",
+    "data_dir": "embedded Redis data directory (its AOF, redis.log, redis.url, the port kept "
+                "across restarts in redis.port, nsfleet.run while a worker owns it; a second "
+                "worker on the same directory joins that Redis; docs/troubleshooting.md); "
+                "empty: the user data directory's nsfleet/redis, which --print-config shows",
     "ui": "serve the read-only fleet console at /ui on the HTTP port",
     "namesrv_config_file": "a Java NameServer's properties file (mqnamesrv -c): its "
                            "listenPort, bindAddress and scanNotActiveBrokerInterval set this "
