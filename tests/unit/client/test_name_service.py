@@ -15,7 +15,7 @@ from nsfleet.client.remoting import NamesrvClient
 from nsfleet.client.remoting_name_service import RemotingNameService
 from nsfleet.domain.errors import ResponseCode
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
-from tests.unit.test_admin_snapshot import ANSWERS, java_namesrv
+from tests.unit.admin.test_snapshot import ANSWERS, java_namesrv
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["one-per-connection", "pipelined"])

@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from nsfleet.service.nameserver import NameServer
-from tests.unit import test_http_api as api
+from tests.unit.http import test_api as api
 
 # The HTTP API suite's fixtures: an app over a fakeredis store with the route cache on.
 http_store, ns, client = api.http_store, api.ns, api.client

@@ -20,10 +20,10 @@ from nsfleet.service.sweeper import Sweeper
 from nsfleet.store import RouteStore
 from nsfleet.store.history import ChangeHistory, HistoryEntry
 from nsfleet.store.keys import Keys
-from tests.unit.test_http_api import MASTER, SLAVE, _json, _register
-from tests.unit.test_http_api import client as client  # the fixtures
-from tests.unit.test_http_api import http_store as http_store
-from tests.unit.test_http_api import ns as ns
+from tests.unit.http.test_api import MASTER, SLAVE, _json, _register
+from tests.unit.http.test_api import client as client  # the fixtures
+from tests.unit.http.test_api import http_store as http_store
+from tests.unit.http.test_api import ns as ns
 
 B_TOPICS = {"T1": {"readQueueNums": 2, "writeQueueNums": 2, "perm": 4},
             "%RETRY%GID_x": {"readQueueNums": 1, "writeQueueNums": 1, "perm": 6},

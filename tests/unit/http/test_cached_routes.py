@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 from nsfleet.http.app import create_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.service.nameserver import NameServer
-from tests.unit import test_http_api as api
+from tests.unit.http import test_api as api
 
 http_store, ns = api.http_store, api.ns
 _register = api._register
