@@ -13,14 +13,12 @@ import contextlib
 import itertools
 import ssl
 
-from nsfleet.client.remoting import RemotingUnavailable, parse_addrs
-from nsfleet.wire import signature
+from nsfleet.client.remoting import RemotingUnavailable, client_request, parse_addrs
 from nsfleet.wire.codec import (
     CURRENT_VERSION,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
-    SerializeType,
     encode_frame,
 )
 
@@ -120,11 +118,8 @@ class PipelinedNamesrv:
         async with self._lock:
             if not self._conns:
                 await self._connect()
-        if self.credentials is not None:
-            ext_fields = signature.sign(dict(ext_fields or {}), body, *self.credentials)
-        request = RemotingCommand(code=code, language="PYTHON", version=version,
-                                  opaque=next(self._opaque), ext_fields=ext_fields, body=body,
-                                  serialize_type=SerializeType.JSON)
+        request = client_request(code, ext_fields, body, version, next(self._opaque),
+                                 self.credentials)
         async with self._window:
             conn = self._conns[next(self._next)]
             try:

@@ -22,6 +22,17 @@ from nsfleet.wire.codec import (
 )
 
 _opaque = itertools.count(1)
+Credentials = tuple[str, str]  # access key, secret key
+
+
+def client_request(code: int, ext_fields: dict[str, str] | None, body: bytes | None,
+                   version: int, opaque: int, credentials: Credentials | None) -> RemotingCommand:
+    """A request as this client sends it: JSON header, language PYTHON, signed as the Java
+    client's AclClientRPCHook signs when ``credentials`` are given."""
+    if credentials is not None:
+        ext_fields = signature.sign(dict(ext_fields or {}), body, *credentials)
+    return RemotingCommand(code=code, language="PYTHON", version=version, opaque=opaque,
+                           ext_fields=ext_fields, body=body, serialize_type=SerializeType.JSON)
 
 
 class RemotingUnavailable(Exception):
@@ -90,12 +101,9 @@ class NamesrvClient:
         """The response to one request, sent as a client of ``version`` (MQVersion ordinal);
         RemotingUnavailable when no address answers."""
         errors: list[tuple[str, str]] = []
-        if self.credentials is not None:
-            ext_fields = signature.sign(dict(ext_fields or {}), body, *self.credentials)
         for addr in self.addrs:
-            request = RemotingCommand(code=code, language="PYTHON", version=version,
-                                      opaque=next(_opaque), ext_fields=ext_fields, body=body,
-                                      serialize_type=SerializeType.JSON)
+            request = client_request(code, ext_fields, body, version, next(_opaque),
+                                     self.credentials)
             try:
                 async with asyncio.timeout(self.timeout):
                     return await self._exchange(addr, request)
