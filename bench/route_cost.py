@@ -36,11 +36,12 @@ READS = 300  # per round and variant
 # The floor: what any route read over this row layout needs (the groups of the topic, then each
 # group's queue row), with route.lua's own includes (its text up to its first statement).
 ROUTE = scripts.source("route")
-FLOOR = ROUTE[:ROUTE.index("local topic = ARGV[1]")] + """
-local names = group_names_of(rcall('SMEMBERS', k_topic(ARGV[1])))
+FLOOR = ROUTE[:ROUTE.index("local topic = arg_topic")] + """
+local names = group_names_of(rcall('SMEMBERS', k_topic(arg_topic)))
 table.sort(names)
 for _, name in ipairs(names) do
-  rcall('HMGET', k_queue(ARGV[1], name), 'readQueueNums', 'writeQueueNums', 'perm', 'topicSysFlag')
+  rcall('HMGET', k_queue(arg_topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
+    'topicSysFlag')
 end
 return {'none'}
 """
@@ -56,10 +57,15 @@ async def populate(store: RouteStore, groups: int, members: int) -> None:
                 DataVersion(1, 100, 0), topics, []))
 
 
+def route_args(topic: str) -> list[Any]:
+    """route.lua's ARGV for a read of ``topic`` with its orderTopicConf."""
+    return scripts.argv("route", scripts.RouteArgs(topic, "1"))
+
+
 async def usec_per_read(client: aioredis.Redis, sha: str, keys: list[str]) -> float:
     await client.config_resetstat()
     for i in range(READS):
-        await client.evalsha(sha, len(keys), *keys, f"T{i % TOPICS}", "1")
+        await client.evalsha(sha, len(keys), *keys, *route_args(f"T{i % TOPICS}"))
     stats = await client.info("commandstats")
     return int(stats["cmdstat_evalsha"]["usec"]) / READS
 
@@ -74,7 +80,7 @@ async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
         keys = [store.keys.prefix, store.keys.kv_table("ORDER_TOPIC_CONFIG")]
         shas = {"route.lua": await client.script_load(ROUTE),
                 "floor": await client.script_load(FLOOR)}
-        route = await client.evalsha(shas["route.lua"], len(keys), *keys, "T0", "1")
+        route = await client.evalsha(shas["route.lua"], len(keys), *keys, *route_args("T0"))
         assert route[0] == "ok" and len(route[3]) == groups, "every group in the route"
         times: dict[str, list[float]] = {name: [] for name in shas}
         for _ in range(rounds):

@@ -6,17 +6,19 @@
   rewritten every topic (its live row was gone, so its DataVersion counts as changed).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] brokerName
-    ARGV[2] how many topics to visit in this call (SSCAN COUNT)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, ClearWritePermArgs):
+    arg_name     brokerName
+    arg_count    how many topics to visit in this call (SSCAN COUNT)
   Output:
     {"ok", cleared, more}   cleared: queue rows that lost the write perm; more "1" while topics
                             are left to visit (the record is kept), else "0" (it is gone)
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 
-local name = ARGV[1]
+local name = arg_name
 local cursor = rcall('HGET', k_perm_clears(), name)
 if not cursor then return {'ok', 0, '0'} end
 local g = rcall('HGET', k_group(name), 'enableActingMaster')
@@ -24,15 +26,17 @@ if g ~= 'true' or rcall('HEXISTS', k_members(name), '0') == 1 then
   rcall('HDEL', k_perm_clears(), name)
   return {'ok', 0, '0'}
 end
-local page = rcall('SSCAN', k_broker_topics(name), cursor, 'COUNT', tonumber(ARGV[2]))
-for _, topic in ipairs(page[2]) do clear_topic_write_perm(topic, name) end
+local page = rcall('SSCAN', k_broker_topics(name), cursor, 'COUNT', tonumber(arg_count))
+-- SSCAN may return a topic twice, but its perm is cleared (and counted) only once.
+local cleared = 0
+for _, topic in ipairs(page[2]) do
+  if clear_topic_write_perm(topic, name) then cleared = cleared + 1 end
+end
 local more = page[1] ~= '0'
 if more then
   rcall('HSET', k_perm_clears(), name, page[1])
 else
   rcall('HDEL', k_perm_clears(), name)
 end
--- SSCAN may return a topic twice, but its perm is cleared (and the topic touched) only once.
-local cleared = changed_count
 publish_changes()
 return {'ok', cleared, more and '1' or '0'}

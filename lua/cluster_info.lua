@@ -5,12 +5,13 @@
   registered in), a group with no live member is left out, and so is a cluster left empty.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    (no ARGV[i])
+    (no arguments)
   Output:
     {"ok", clusters, groups}
       clusters = {cluster1, {name, ...}, cluster2, {...}, ...}
       groups   = {{brokerName, cluster, enableActingMaster, zoneName, {id1, addr1, ...}}, ...}
 ]]
+--- @include "rcall"
 --- @include "keys"
 
 local live_groups = {}  -- brokerName -> true when it has a live member

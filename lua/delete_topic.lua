@@ -4,20 +4,22 @@
   an unknown cluster is a no-op).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] topic
-    ARGV[2] clusterName, or "" for the whole topic
-    ARGV[3] the most queue rows to remove in this call (a topic served by more groups is
-            deleted in several calls, each group's row whole)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, DeleteTopicArgs):
+    arg_topic      topic
+    arg_cluster    clusterName, or "" for the whole topic
+    arg_limit      the most queue rows to remove in this call (a topic served by more groups is
+                   deleted in several calls, each group's row whole)
   Output:
     {"ok", removed, left}
       removed  number of queue data rows removed; left: rows still to remove
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 --- @include "group_ids"
 
-local topic, cluster, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local topic, cluster, limit = arg_topic, arg_cluster, tonumber(arg_limit)
 local names, left
 if cluster == '' then
   -- O(limit), not O(groups serving the topic): a call never reads more than it removes.

@@ -4,18 +4,20 @@
   P:idx:cleanups). Safe from any number of workers at once: each topic is popped once.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] brokerName
-    ARGV[2] the most queue rows to remove in this call
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, DrainCleanupArgs):
+    arg_name     brokerName
+    arg_limit    the most queue rows to remove in this call
   Output:
     {"ok", removed, left}   left: topics still to remove (0: the cleanup record is gone)
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 
-local name = ARGV[1]
+local name = arg_name
 local ckey = k_cleanup(name)
-local topics = rcall('SPOP', ckey, tonumber(ARGV[2]))
+local topics = rcall('SPOP', ckey, tonumber(arg_limit))
 for _, topic in ipairs(topics) do drop_queue(topic, name) end
 local left = rcall('SCARD', ckey)
 if left == 0 then rcall('SREM', k_cleanups(), name) end

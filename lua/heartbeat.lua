@@ -6,21 +6,28 @@
   group's topics are announced). An unknown broker is left alone: it must register again.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] clusterName   ARGV[2] brokerAddr
-    ARGV[3] "1" = also compare a DataVersion: ARGV[4] counter, ARGV[5] timestamp, ARGV[6] stateVersion
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, HeartbeatArgs):
+    arg_cluster          clusterName
+    arg_addr             brokerAddr
+    arg_compare          "1" = also compare a DataVersion: the three below
+    arg_dv_counter       its counter
+    arg_dv_timestamp     its timestamp
+    arg_state_version    its stateVersion
   Output:
     {"ok", changed, counter, timestamp, stateVersion}   the broker is live (or past its deadline
                                                         and not yet swept) and was refreshed
     {"unknown", changed, "", "", ""}                    the broker is not live; nothing written
-      changed  "1" when the stored DataVersion is missing or differs from ARGV[4..6], or a
-               registration in chunks has not committed (lua/register_commit.lua), else "0"
-               (always "0" without ARGV[3])
+      changed  "1" when the stored DataVersion is missing or differs from the one compared, or
+               a registration in chunks has not committed (register_commit.lua), else "0"
+               (always "0" without arg_compare)
       counter, timestamp, stateVersion: the stored DataVersion
 ]]
+--- @include "rcall"
 --- @include "keys"
+--- @include "clock"
 --- @include "changes"
 
-local cluster, addr = ARGV[1], ARGV[2]
+local cluster, addr, compare = arg_cluster, arg_addr, arg_compare == '1'
 local bkey = k_broker(cluster, addr)
 local fields = {'heartbeatTimeoutMillis', 'dataVersionCounter', 'dataVersionTimestamp',
   'stateVersion'}
@@ -30,7 +37,7 @@ if not row[1] then
   local rkey = k_reg(cluster, addr)
   if rcall('ZSCORE', k_deadlines(), live_member(cluster, addr)) == false
       or rcall('HEXISTS', rkey, 'heartbeatTimeoutMillis') == 0 then
-    return {'unknown', ARGV[3] == '1' and '1' or '0', '', '', ''}
+    return {'unknown', compare and '1' or '0', '', '', ''}
   end
   local r = rcall('HMGET', rkey, 'brokerName', 'brokerId', 'haServerAddr', 'zoneName',
     unpack(fields))
@@ -49,7 +56,8 @@ rcall('ZADD', k_deadlines(), fmt(deadline), live_member(cluster, addr))
 local changed = '0'
 -- A registration in chunks that has not committed counts as changed: the broker registers
 -- again and so completes it.
-if ARGV[3] == '1' and (row[2] ~= ARGV[4] or row[3] ~= ARGV[5] or row[4] ~= ARGV[6]
+if compare and (row[2] ~= arg_dv_counter or row[3] ~= arg_dv_timestamp
+    or row[4] ~= arg_state_version
     or rcall('HEXISTS', k_reg(cluster, addr), 'pending') == 1) then
   changed = '1'
 end

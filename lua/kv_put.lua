@@ -6,16 +6,20 @@
     KEYS[2] P:kv:<namespace>:<key>   the row (spark-readable)
     KEYS[3] P:idx:kv:<namespace>     the namespace's key -> value hash
     KEYS[4] P:idx:kvns               the set of namespaces
-    ARGV[1] namespace   ARGV[2] key   ARGV[3] value
-    ARGV[4] "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the route's orderTopicConf)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, KvPutArgs):
+    arg_namespace      namespace
+    arg_key            key
+    arg_value          value
+    arg_order_topic    "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the route's
+                       orderTopicConf)
   Output:
     {"ok", changed}
       changed  "1" when something changed, "0" when it was already so
 ]]
---- @include "keys"
+--- @include "rcall"
 --- @include "changes"
 
-local ns, key, value = ARGV[1], ARGV[2], ARGV[3]
+local ns, key, value = arg_namespace, arg_key, arg_value
 local changed = rcall('SADD', KEYS[4], ns) == 1
 if rcall('HGET', KEYS[3], key) ~= value then
   rcall('HSET', KEYS[2], 'namespace', ns, 'key', key, 'value', value)
@@ -23,6 +27,6 @@ if rcall('HGET', KEYS[3], key) ~= value then
   changed = true
 end
 if not changed then return {'ok', '0'} end
-if ARGV[4] == '1' then touch_topic(key) else touch_none() end
+if arg_order_topic == '1' then touch_topic(key) else touch_none() end
 publish_changes()
 return {'ok', '1'}

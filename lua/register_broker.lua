@@ -3,46 +3,57 @@
   comments below number the parts of that method in Java's order; steps 6 and 7 (the two
   refusals) run first here, so that a refused call writes nothing of steps 1-5.
   Input:
-    KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, see keys.lua)
+    KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, includes/keys.lua)
     KEYS[2] P:idx:kvns                      KV namespaces
     KEYS[3] P:idx:kv:ORDER_TOPIC_CONFIG     the order-topic KV table returned to the broker
-    ARGV[1] clusterName       ARGV[2] brokerAddr        ARGV[3] brokerName
-    ARGV[4] brokerId          ARGV[5] haServerAddr ("" = none)
-    ARGV[6] zoneName ("" = none)
-    ARGV[7] heartbeatTimeoutMillis
-    ARGV[8] enableActingMaster: "true" | "false" | "" (absent: an old-version broker)
-    ARGV[9] dataVersion counter   ARGV[10] dataVersion timestamp   ARGV[11] stateVersion
-    ARGV[12] number of filter servers F, or -1 when the broker sent no list (keep the stored one)
-    ARGV[13] number of topics T in ARGV[22+F] (read by SLOWLOG and MONITOR readers only)
-    ARGV[14] "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent from the table)
-    ARGV[15] "1" = return the ORDER_TOPIC_CONFIG KV table
-    ARGV[16] how many topics the broker's table held as sent (the single-topic guard counts
-             those; topics nsfleet could not store are not among the T below)
-    ARGV[17] the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
-    ARGV[18] number of static-topic mappings M in the table (in every mode; in "full" mode they
-             are ARGV[23+F])
-    ARGV[19] digest of the topic table, mappings and deleteTopicWithBrokerRegistration as sent
-             (of the chunk sent, for a 5.x split registration: includes/tables.lua keeps the
-             digests of the tables written, so an unchanged chunk costs O(1) like a whole table)
-    ARGV[20] "full": the whole registration in this call;
-             "probe": T is 0 and the topics are not sent; the registration is applied only
-             if it needs no per-topic work (see "Skipping the queue data" below), else the
-             script answers {"full"} having written nothing;
-             "head": the first call of a registration too big for one call (docs/architecture.md,
-             "Bounded script time"): everything but the queue data, which register_topics.lua
-             then writes in chunks before register_commit.lua records the table's digest; until
-             then the registration record carries "pending", so an interrupted registration is
-             redone in full by the next one
-    ARGV[21] the most queue rows one call may write or remove (L): a fenced newcomer's group
-             cascade stops there (includes/cascade.lua); a "full" call whose
-             deleteTopicWithBrokerRegistration may remove more answers {"chunk"} having written
-             nothing
-    ARGV[22 .. 21+F] filter server addresses
-    ARGV[22+F] the T topics, a line each: topic, readQueueNums, writeQueueNums, perm,
-               topicSysFlag, tab-separated, the numbers as decimal strings
-               (includes/queues.lua's TABLE_ROW)
-    ARGV[23+F] the M static-topic mappings, a JSON array of arrays (topic, bname,
-               TopicQueueMappingInfo JSON)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterBrokerArgs):
+    arg_cluster         clusterName
+    arg_addr            brokerAddr
+    arg_name            brokerName
+    arg_id              brokerId
+    arg_ha_addr         haServerAddr ("" = none)
+    arg_zone            zoneName ("" = none)
+    arg_timeout_ms      heartbeatTimeoutMillis
+    arg_acting_master   enableActingMaster: "true" | "false" | "" (absent: an old-version broker)
+    arg_dv_counter      dataVersion counter
+    arg_dv_timestamp    dataVersion timestamp
+    arg_state_version   dataVersion stateVersion
+    arg_filter_count    number of filter servers F, or -1 when the broker sent no list (keep the
+                        stored one)
+    arg_topic_count     number of topics T in arg_topics (read by SLOWLOG and MONITOR readers
+                        only)
+    arg_delete_absent   "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent
+                        from the table)
+    arg_want_kv         "1" = return the ORDER_TOPIC_CONFIG KV table
+    arg_topics_sent     how many topics the broker's table held as sent (the single-topic guard
+                        counts those; topics nsfleet could not store are not among the T)
+    arg_connection      the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
+    arg_mapping_count   number of static-topic mappings M in the table (in every mode; in "full"
+                        mode they are arg_mappings)
+    arg_digest          digest of the topic table, mappings and deleteTopicWithBrokerRegistration
+                        as sent (of the chunk sent, for a 5.x split registration:
+                        includes/tables.lua keeps the digests of the tables written, so an
+                        unchanged chunk costs O(1) like a whole table)
+    arg_mode            "full": the whole registration in this call;
+                        "probe": T is 0 and the topics are not sent; the registration is applied
+                        only if it needs no per-topic work (see "Skipping the queue data"
+                        below), else the script answers {"full"} having written nothing;
+                        "head": the first call of a registration too big for one call
+                        (docs/architecture.md, "Bounded script time"): everything but the queue
+                        data, which register_topics.lua then writes in chunks before
+                        register_commit.lua records the table's digest; until then the
+                        registration record carries "pending", so an interrupted registration
+                        is redone in full by the next one
+    arg_row_budget      the most queue rows one call may write or remove (L): a fenced
+                        newcomer's group cascade stops there (includes/cascade.lua); a "full"
+                        call whose deleteTopicWithBrokerRegistration may remove more answers
+                        {"chunk"} having written nothing
+    arg_topics          the T topics, a line each: topic, readQueueNums, writeQueueNums, perm,
+                        topicSysFlag, tab-separated, the numbers as decimal strings
+                        (includes/queues.lua's TABLE_ROW)
+    arg_mappings        the M static-topic mappings, a JSON array of arrays (topic, bname,
+                        TopicQueueMappingInfo JSON)
+    arg_filters         the F filter server addresses (the last ARGV items)
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, changed, kvFlag, k1, v1, k2, v2, ...}
       changed "1" when the registration changed the tables (a new broker, topic or value)
@@ -64,7 +75,9 @@
     {"drain"}    the brokerName's previous group is still being removed (P:idx:cleanups): drain
                  it first; nothing is written
 ]]
+--- @include "rcall"
 --- @include "keys"
+--- @include "clock"
 --- @include "changes"
 --- @include "cascade"
 --- @include "queues"
@@ -72,17 +85,16 @@
 --- @include "tables"
 --- @include "group_routes"
 
-local cluster, addr, name, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ha, zone, timeout, acting_arg = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
-local dv_counter, dv_ts, dv_state = ARGV[9], ARGV[10], ARGV[11]
-local nfilters = tonumber(ARGV[12])
-local delete_absent, want_kv = ARGV[14] == '1', ARGV[15] == '1'
-local topics_sent, conn = tonumber(ARGV[16]), ARGV[17]
-local digest, mode = ARGV[19], ARGV[20]
+local cluster, addr, name, id = arg_cluster, arg_addr, arg_name, arg_id
+local ha, zone, timeout, acting_arg = arg_ha_addr, arg_zone, tonumber(arg_timeout_ms),
+  arg_acting_master
+local dv_counter, dv_ts, dv_state = arg_dv_counter, arg_dv_timestamp, arg_state_version
+local nfilters, filters = tonumber(arg_filter_count), arg_filters
+local delete_absent, want_kv = arg_delete_absent == '1', arg_want_kv == '1'
+local topics_sent, conn = tonumber(arg_topics_sent), arg_connection
+local digest, mode = arg_digest, arg_mode
 local probe, head = mode == 'probe', mode == 'head'
-drop_budget = tonumber(ARGV[21])
-local filters_at = 22
-local table_at = filters_at + math.max(nfilters, 0)
+local row_budget = tonumber(arg_row_budget)
 
 if rcall('SISMEMBER', k_cleanups(), name) == 1 then return {'drain'} end
 
@@ -97,7 +109,7 @@ local old_addr = members[id]
 if old_addr and old_addr ~= addr then
   local old_state = rcall('HGET', k_broker(cluster, old_addr), 'stateVersion')
   if old_state and tonumber(old_state) > tonumber(dv_state) then
-    remove_broker(cluster, addr, name)
+    remove_broker(new_budget(row_budget), cluster, addr, name)
     publish_changes()
     return {'fenced'}
   end
@@ -142,8 +154,8 @@ local pending = r[9] ~= false
 -- Every field of the registration but its DataVersion counter and timestamp and its table: the
 -- same as the last registration's means steps 1-5, 8, 12 and the connection would rewrite what
 -- is stored.
-local reg_meta = table.concat({name, id, ha, zone, ARGV[7], acting_arg, dv_state, conn, ARGV[12],
-  unpack(ARGV, filters_at, table_at - 1)}, '\n')
+local reg_meta = table.concat({name, id, ha, zone, arg_timeout_ms, acting_arg, dv_state, conn,
+  arg_filter_count, unpack(filters)}, '\n')
 local skip = false      -- step 10 would write nothing
 local synced = '0'      -- after this registration: the group's rows are what this table makes
 -- The broker's recorded tables (includes/tables.lua) hold: same member, same role, and no queue
@@ -167,7 +179,7 @@ if old_addr == addr and not pending and rcall('EXISTS', bkey) == 1 then
   elseif tables_ok then
     if r[2] == digest and r[4] == dv_counter and r[5] == dv_ts and r[6] == dv_state then
       skip, synced = true, r[8] or '0'
-    elseif tonumber(ARGV[18]) == 0 and rcall('HEXISTS', k_perm_clears(), name) == 0
+    elseif tonumber(arg_mapping_count) == 0 and rcall('HEXISTS', k_perm_clears(), name) == 0
         and ((r[2] == digest and r[8] == '1')
           or rcall('SISMEMBER', k_tables(cluster, addr), digest) == 1) then
       -- The same table, or one of the chunks of a split registration, as written before.
@@ -202,7 +214,7 @@ if skip and group_same and r[10] == reg_meta
 end
 if probe and not skip then return {'full'} end
 if mode == 'full' and delete_absent and not skip
-    and rcall('SCARD', k_broker_topics(name)) > drop_budget then
+    and rcall('SCARD', k_broker_topics(name)) > row_budget then
   return {'chunk'}
 end
 
@@ -260,10 +272,10 @@ local clear_write = is_prime_slave and acting == 'true'
 local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
 local added_rows = 0
 if (is_master or is_prime_slave) and not skip and not head then
-  added_rows = write_queues(name, ARGV[table_at], cjson.decode(ARGV[table_at + 1]), force,
-    clear_write, fresh)
+  added_rows = write_queues(name, arg_topics, cjson.decode(arg_mappings), force, clear_write,
+    fresh)
   if delete_absent then
-    local incoming = table_topics(ARGV[table_at])
+    local incoming = table_topics(arg_topics)
     for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
       if not incoming[topic] then drop_queue(topic, name) end
     end
@@ -329,12 +341,10 @@ if nfilters >= 0 then
   local fkey = k_filters(cluster, addr)
   local old = rcall('LRANGE', fkey, 0, -1)
   local same = #old == nfilters
-  for i = 1, nfilters do if old[i] ~= ARGV[filters_at - 1 + i] then same = false end end
+  for i = 1, nfilters do if old[i] ~= filters[i] then same = false end end
   if not same then
     rcall('DEL', fkey)
-    if nfilters > 0 then
-      rcall('RPUSH', fkey, unpack(ARGV, filters_at, filters_at - 1 + nfilters))
-    end
+    if nfilters > 0 then rcall('RPUSH', fkey, unpack(filters)) end
     touch_group(name)
   end
   if nfilters > 0 then

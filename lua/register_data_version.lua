@@ -7,19 +7,23 @@
   later registration, an unregistration or the sweep took over and nothing is written for it.
   O(1) per broker; a worker sends a bounded number of brokers per call.
   Input:
-    KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, see keys.lua)
-    ARGV[5i+1 .. 5i+5], for each broker i from 0:
-      clusterName, brokerAddr, generation (of the registration the memo was filled from),
-      dataVersion counter, dataVersion timestamp
+    KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, includes/keys.lua)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterDataVersionArgs):
+    arg_brokers    every ARGV item, 5 per broker: clusterName, brokerAddr, generation (of the
+                   registration the memo was filled from), dataVersion counter, dataVersion
+                   timestamp
   Output:
     {"ok", written}   written: how many brokers were written (the others were skipped)
 ]]
+--- @include "rcall"
 --- @include "keys"
+--- @include "clock"
 
 local written = 0
-for i = 1, #ARGV, 5 do
-  local cluster, addr, generation = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local dv_counter, dv_ts = ARGV[i + 3], ARGV[i + 4]
+local brokers = arg_brokers
+for i = 1, #brokers, 5 do
+  local cluster, addr, generation = brokers[i], brokers[i + 1], brokers[i + 2]
+  local dv_counter, dv_ts = brokers[i + 3], brokers[i + 4]
   local rkey, bkey = k_reg(cluster, addr), k_broker(cluster, addr)
   local r = rcall('HMGET', rkey, 'generation', 'heartbeatTimeoutMillis')
   if r[1] == generation and r[2] and rcall('EXISTS', bkey) == 1 then

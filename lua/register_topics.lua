@@ -7,16 +7,21 @@
   later registration of the broker, or its removal, has taken over and the chunk writes nothing.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] clusterName   ARGV[2] brokerAddr   ARGV[3] brokerName
-    ARGV[4] the generation the head answered
-    ARGV[5] "1" = write every topic (force), "0" = only topics missing their queue row
-    ARGV[6] "1" = clear the write perm (a prime slave of an acting-master group)
-    ARGV[7] topics, a line each: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
-            tab-separated, the numbers as decimal strings (includes/queues.lua's TABLE_ROW)
-    ARGV[8] static-topic mappings, a JSON array of arrays (topic, bname, TopicQueueMappingInfo JSON)
-    ARGV[9] topics whose queue data of this group goes, as a JSON array of topics
-    ARGV[10] "1" = the group had no queue data when the registration began (the head's fresh):
-             rows are written without reading them first
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterTopicsArgs):
+    arg_cluster        clusterName
+    arg_addr           brokerAddr
+    arg_name           brokerName
+    arg_generation     the generation the head answered
+    arg_force          "1" = write every topic, "0" = only topics missing their queue row
+    arg_clear_write    "1" = clear the write perm (a prime slave of an acting-master group)
+    arg_topics         topics, a line each: topic, readQueueNums, writeQueueNums, perm,
+                       topicSysFlag, tab-separated, the numbers as decimal strings
+                       (includes/queues.lua's TABLE_ROW)
+    arg_mappings       static-topic mappings, a JSON array of arrays (topic, bname,
+                       TopicQueueMappingInfo JSON)
+    arg_absent         topics whose queue data of this group goes, as a JSON array of topics
+    arg_fresh          "1" = the group had no queue data when the registration began (the
+                       head's fresh): rows are written without reading them first
   Output:
     {"ok", changed, epochDelta, added}   changed "1" when a table changed; epochDelta: how far
                       this call advanced the group's topicsEpoch (register_commit.lua checks that
@@ -25,22 +30,23 @@
                       includes/tables.lua)
     {"stale"}         the registration was superseded; nothing written
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 --- @include "queues"
 
-local cluster, addr, name, generation = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local cluster, addr, name, generation = arg_cluster, arg_addr, arg_name, arg_generation
 if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
     or rcall('EXISTS', k_group(name)) == 0 then
   return {'stale'}
 end
 local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
-local added = write_queues(name, ARGV[7], cjson.decode(ARGV[8]), ARGV[5] == '1',
-  ARGV[6] == '1', ARGV[10] == '1')
+local added = write_queues(name, arg_topics, cjson.decode(arg_mappings), arg_force == '1',
+  arg_clear_write == '1', arg_fresh == '1')
 local btkey = k_broker_topics(name)
-for _, topic in ipairs(cjson.decode(ARGV[9])) do
+for _, topic in ipairs(cjson.decode(arg_absent)) do
   if rcall('SISMEMBER', btkey, topic) == 1 then drop_queue(topic, name) end
 end
 local delta = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0') - epoch

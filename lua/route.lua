@@ -6,14 +6,15 @@
   shows of each group from P:idx:route-groups in one HMGET (includes/group_routes.lua), and each
   member's PTTL, so that a member whose live row has expired is left out even before the sweep
   runs. Which members are live, which groups have one, the min TTL and an acting master's write
-  perm are worked out by the worker (a route of 60 groups cost Redis ~1.4x as much when this
-  script built it: bench/route_cost.py). The filter server lists of live members are read only
+  perm are worked out by the worker (a route of many groups cost Redis more when this script
+  built it: bench/route_cost.py). The filter server lists of live members are read only
   while some broker has one (P:idx:filtered).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kv:ORDER_TOPIC_CONFIG
-    ARGV[1] topic
-    ARGV[2] "1" = include orderTopicConf (orderMessageEnable)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RouteArgs):
+    arg_topic         topic
+    arg_order_conf    "1" = include orderTopicConf (orderMessageEnable)
   Output:
     {"none"} when no group serves the topic, else
     {"ok", orderTopicConf|"", mappings, names, rows, entries, ttls, filters}
@@ -27,13 +28,15 @@
       ttls     = per member of those entries, in order, the PTTL of its live row (< 0: not live)
       filters  = {addr1, "f1<newline>f2", ...}: the filter servers of live members that have some
 ]]
+--- @include "rcall"
 --- @include "keys"
+--- @include "hmget"
 --- @include "group_routes"
 --- @include "group_ids"
 
 local MEMBER = '\n[^\t]*\t([^\t]*)\t([^\n]*)'
 
-local topic = ARGV[1]
+local topic = arg_topic
 local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
 if #names == 0 then return {'none'} end
 table.sort(names)
@@ -64,6 +67,6 @@ for n, name in ipairs(names) do
     end
   end
 end
-local order_conf = ARGV[2] == '1' and rcall('HGET', KEYS[2], topic) or ''
+local order_conf = arg_order_conf == '1' and rcall('HGET', KEYS[2], topic) or ''
 return {'ok', order_conf, rcall('HGETALL', k_mappings(topic)), names, rows, entries, ttls,
   filters}

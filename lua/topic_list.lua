@@ -6,17 +6,19 @@
   name, as Java's HashMap order is not reproducible).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
-    ARGV[2] clusterName (mode "cluster" only)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicListArgs):
+    arg_mode       "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
+    arg_cluster    clusterName (mode "cluster" only)
   Output:
     {"ok", topic1, topic2, ...}   the topics, unsorted
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "group_ids"
 
-local mode = ARGV[1]
+local mode = arg_mode
 if mode == 'cluster' then
-  local names = rcall('SMEMBERS', k_cluster(ARGV[2]))
+  local names = rcall('SMEMBERS', k_cluster(arg_cluster))
   local out = {'ok'}
   if #names == 0 then return out end
   local keys = {}

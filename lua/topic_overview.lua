@@ -5,16 +5,19 @@
   number of topics per call so that it stays short.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1..n] topics
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicOverviewArgs):
+    arg_topics    the topics (every ARGV item)
   Output:
     {"ok", {topic, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
-     brokerName, ...}}, ...}: one entry per topic, in ARGV's order (no rows: the topic is gone)
+     brokerName, ...}}, ...}: one entry per topic, in arg_topics' order (no rows: the topic is
+     gone)
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "group_ids"
 
 local out = {'ok'}
-for _, topic in ipairs(ARGV) do
+for _, topic in ipairs(arg_topics) do
   local rows = {}
   for _, name in ipairs(group_names_of(rcall('SMEMBERS', k_topic(topic)))) do
     local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',

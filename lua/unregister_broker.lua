@@ -3,29 +3,34 @@
   its connections (BrokerHousekeepingService.onChannelClose), with the full cascade of
   includes/cascade.lua. Applied synchronously, so there is no batch queue to race with a fresh
   registration (apache/rocketmq#11043). The live row of (cluster, addr) is removed only while that
-  address's registration record names ARGV[3] (or is gone): an address since registered in
+  address's registration record names arg_name (or is gone): an address since registered in
   another group keeps that registration alive.
   A broker keeps a connection to every worker, so a closed connection removes it only when no
   other connection it registered over is still open: one of a live worker (a dead worker's
   presence key has expired, so its connections count as closed).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] clusterName   ARGV[2] brokerAddr   ARGV[3] brokerName
-    ARGV[4] "" = unregister unconditionally; else the connection "<worker>:<n>" that closed
-    ARGV[5] the most queue rows the cascade removes in this call; past it the group's topics
-            are left to drain_cleanup.lua (includes/cascade.lua)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, UnregisterBrokerArgs):
+    arg_cluster       clusterName
+    arg_addr          brokerAddr
+    arg_name          brokerName
+    arg_connection    "" = unregister unconditionally; else the connection "<worker>:<n>" that
+                      closed
+    arg_row_budget    the most queue rows the cascade removes in this call; past it the group's
+                      topics are left to drain_cleanup.lua (includes/cascade.lua)
   Output:
     {"ok", "1"|"0", cleanup}  removed; "1" when its group went with it; cleanup "1" when queue
                               data is left for drain_cleanup.lua
     {"kept"}         (a closed connection) the broker is registered over another open
                      connection, or was never registered over this one; nothing else changed
 ]]
+--- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
 
-local cluster, addr, name, conn = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-drop_budget = tonumber(ARGV[5])
+local cluster, addr, name, conn = arg_cluster, arg_addr, arg_name, arg_connection
+local budget = new_budget(tonumber(arg_row_budget))
 if conn ~= '' then
   local ckey = k_conns(cluster, addr)
   if rcall('SREM', ckey, conn) == 0 then return {'kept'} end
@@ -35,6 +40,6 @@ if conn ~= '' then
     end
   end
 end
-local removed = remove_broker(cluster, addr, name)
+local removed = remove_broker(budget, cluster, addr, name)
 publish_changes()
-return {'ok', tostring(removed), cleanup_started and '1' or '0'}
+return {'ok', tostring(removed), budget.deferred and '1' or '0'}

@@ -7,21 +7,24 @@
   two calls leaves the rest unchanged, and the admin's command is repeated.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV[1] brokerName
-    ARGV[2] "wipe" | "add"
-    ARGV[3] SSCAN cursor: "0" for the first call, then the cursor the previous call answered
-    ARGV[4] how many topics to visit in this call (SSCAN COUNT)
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, WritePermArgs):
+    arg_name      brokerName
+    arg_op        "wipe" | "add"
+    arg_cursor    SSCAN cursor: "0" for the first call, then the cursor the previous call answered
+    arg_count     how many topics to visit in this call (SSCAN COUNT)
   Output:
     {"ok", count, cursor}
       count  number of topics that have queue data for the group, whether or not the perm
              changes (Java's count; a queue row exists exactly for the group's listed topics)
       cursor "0" when every topic has been visited, else the cursor of the next call
 ]]
+--- @include "rcall"
 --- @include "keys"
+--- @include "perms"
 --- @include "changes"
 
-local name, op = ARGV[1], ARGV[2]
-local page = rcall('SSCAN', k_broker_topics(name), ARGV[3], 'COUNT', tonumber(ARGV[4]))
+local name, op = arg_name, arg_op
+local page = rcall('SSCAN', k_broker_topics(name), arg_cursor, 'COUNT', tonumber(arg_count))
 for _, topic in ipairs(page[2]) do
   local qk = k_queue(topic, name)
   local perm = tonumber(rcall('HGET', qk, 'perm'))

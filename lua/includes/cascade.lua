@@ -1,4 +1,6 @@
+--- @include "rcall"
 --- @include "keys"
+--- @include "perms"
 --- @include "changes"
 --- @include "group_routes"
 --- @include "group_ids"
@@ -12,20 +14,22 @@
   data of a removed group is deleted from every topic it served (with its static-topic mapping)
   and topics left empty are dropped; a reduced group with enableActingMaster and no master loses
   the write perm on its queue data.
-  Bounded script time: a removed group's queue data is deleted inline while the script's budget
-  (`drop_budget`, set by the including script, in queue rows) lasts; past it, the group's topic
-  set is renamed to P:idx:cleanup:<name> and the name added to P:idx:cleanups, a durable record
-  that RouteStore.drain_cleanups empties in bounded calls (the caller at once, the sweep after a
-  crash). The group row is gone at once, so routes already leave those rows out (route.lua needs
-  the group row), and a registration of that brokerName waits until the drain is done. Clearing
-  a reduced group's write perm past the budget is likewise left to clear_write_perm.lua
-  (P:idx:perm-clears).
+  Bounded script time: a removed group's queue data is deleted inline while the call's budget
+  lasts (a table from new_budget, passed to every function that spends it); past it, the group's
+  topic set is renamed to P:idx:cleanup:<name> and the name added to P:idx:cleanups, a durable
+  record that drain_cleanups (nsfleet/store/departures.py) empties in bounded calls (the caller
+  at once, the sweep after a crash). The group row is gone at once, so routes already leave
+  those rows out (route.lua needs the group row), and a registration of that brokerName waits
+  until the drain is done. Clearing a reduced group's write perm past the budget is likewise
+  left to clear_write_perm.lua (P:idx:perm-clears).
   Cost: O(min(topics of the group, budget) + clusters).
-  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
-local drop_budget = 0
--- This call left work to drain_cleanup.lua or clear_write_perm.lua (RouteStore.drain_cleanups).
-local cleanup_started = false
+
+-- A call's budget: `rows`, the queue rows its cascades may still remove or change inline, and
+-- `deferred`, set once one of them left work to drain_cleanup.lua or clear_write_perm.lua.
+local function new_budget(rows) return {rows = rows, deferred = false} end
+
 local function drop_queue(topic, name)
   rcall('DEL', k_queue(topic, name))
   unindex_group(topic, name)
@@ -42,6 +46,7 @@ local function drop_queue(topic, name)
   touch_topic(topic)
 end
 
+-- True when the row had the write perm (and has it no more).
 local function clear_topic_write_perm(topic, name)
   local qk = k_queue(topic, name)
   local perm = tonumber(rcall('HGET', qk, 'perm'))
@@ -49,34 +54,36 @@ local function clear_topic_write_perm(topic, name)
     rcall('HSET', qk, 'perm', perm - 2)
     rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
     touch_topic(topic)
+    return true
   end
+  return false
 end
 
--- per_topic(topic, name) over every topic of the group when they fit the call's budget (which
--- they spend); otherwise defer(topics key) records the work for a chunked drain instead.
-local function each_topic_within_budget(name, per_topic, defer)
+-- per_topic(topic, name) over every topic of the group when they fit `budget` (which they
+-- spend); otherwise defer(topics key) records the work for a chunked drain instead.
+local function each_topic_within_budget(budget, name, per_topic, defer)
   local btkey = k_broker_topics(name)
   local count = rcall('SCARD', btkey)
-  if count <= drop_budget then
-    drop_budget = drop_budget - count
+  if count <= budget.rows then
+    budget.rows = budget.rows - count
     for _, topic in ipairs(rcall('SMEMBERS', btkey)) do per_topic(topic, name) end
   else
     defer(btkey)
-    cleanup_started = true
+    budget.deferred = true
   end
 end
 
 -- A group too big for the budget is recorded in P:idx:perm-clears (brokerName -> SSCAN cursor)
 -- and cleared by clear_write_perm.lua in chunks; routes already show its queue data without the
 -- write perm meanwhile (route.lua).
-local function clear_write_perm(name)
-  each_topic_within_budget(name, clear_topic_write_perm, function()
+local function clear_write_perm(budget, name)
+  each_topic_within_budget(budget, name, clear_topic_write_perm, function()
     rcall('HSET', k_perm_clears(), name, '0')
   end)
 end
 
--- Returns 1 when the group was removed, 0 when it was reduced or unknown.
-local function remove_broker(cluster, addr, name)
+-- Returns 1 when the group was removed, 0 when it was reduced or unknown. Spends `budget`.
+local function remove_broker(budget, cluster, addr, name)
   -- The live row, registration record, filter servers and deadline of (cluster, addr) belong to
   -- the group that registered that address last. A removal naming another group (the address
   -- has since registered elsewhere, or the caller named the wrong group) leaves them alone:
@@ -107,7 +114,7 @@ local function remove_broker(cluster, addr, name)
   end
   if remaining == 0 then
     -- A group too big for the budget: its topic set becomes a durable cleanup record.
-    each_topic_within_budget(name, drop_queue, function(btkey)
+    each_topic_within_budget(budget, name, drop_queue, function(btkey)
       rcall('RENAME', btkey, k_cleanup(name))
       rcall('SADD', k_cleanups(), name)
     end)
@@ -129,7 +136,7 @@ local function remove_broker(cluster, addr, name)
     touch_group(name)
   end
   if not has_master and rcall('HGET', k_group(name), 'enableActingMaster') == 'true' then
-    clear_write_perm(name)
+    clear_write_perm(budget, name)
   end
   return 0
 end

@@ -1,3 +1,4 @@
+--- @include "rcall"
 --- @include "keys"
 --[[
   Change announcements. Every script that changes route-visible state or the cluster tables (what
@@ -5,15 +6,16 @@
   and calls publish_changes once at the end: P:rev is bumped and "<rev> <topics|*>" is published
   on P:changes for the workers' route caches, topic summaries and long-polls ("<rev> " alone when
   no route changed). Nothing is written per topic: a registration storm writes a queue row and
-  its route index entry per row and no more (a counter key per topic cost 0.7 us a row, an eighth
-  of a first registration); the ETag is a digest of the route's body, and the workers learn
-  which topics changed from this message. The message format is defined once, in
+  its route index entry per row and no more (a counter key per topic was a measurable share of
+  a first registration: bench/storm_floor.py); the ETag is a digest of the route's body, and
+  the workers learn which topics changed from this message. The message format is defined once, in
   nsfleet/store/change_feed.py, whose parser the workers use; this file writes its first three
-  forms. Uses KEYS[1] through keys.lua; takes no ARGV[i] of its own. A script stays short (Redis
+  forms. Uses KEYS[1] through keys.lua; takes no arguments. The topics touched are this call's
+  own record, kept here and changed only through the functions below. A script stays short (Redis
   runs one at a time) by announcing a big group's topics as "*" (touch_group).
 ]]
 -- The topics touched, in order. A topic touched twice is named twice (the readers drop a cache
--- entry per name): a set keyed by topic cost a storm ~0.2 us a row, ~4 % of its Redis time.
+-- entry per name): a set keyed by topic costs a storm more (bench/storm_floor.py).
 local changed_topics = {}
 local changed_count = 0
 local changed_all = false

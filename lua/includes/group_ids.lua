@@ -1,14 +1,15 @@
+--- @include "rcall"
 --- @include "keys"
+--- @include "hmget"
 --[[
-  Group numbers. The route index P:idx:topic:<t> holds the groups serving a topic by number, not
-  by brokerName, so Redis keeps it as an intset: in a registration storm a SADD of a number cost
-  Redis ~0.4 us a row less than a SADD of a name, and the set ~10 B a row less memory at 60
-  groups (bench/storm_floor.py). A group's number is negative ("-1", "-2", ...), assigned at its
-  first queue row and never reused: P:idx:group-ids (brokerName -> number) and
-  P:idx:group-names (number -> brokerName) keep it for good, so a group that comes back gets its
-  number back. Sets written by builds before group numbers hold brokerNames: a member that
-  P:idx:group-names does not know is read as a brokerName (docs/helm.md, upgrading).
-  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+  Group numbers. The route index P:idx:topic:<t> holds the groups serving a topic by number, not by
+  brokerName, so Redis keeps it as an intset: in a registration storm a SADD of a number costs
+  Redis less time than a SADD of a name, and the set less memory (bench/storm_floor.py). A group's
+  number is negative ("-1", "-2", ...), assigned at its first queue row and never reused:
+  P:idx:group-ids (brokerName -> number) and P:idx:group-names (number -> brokerName) keep it for
+  good, so a group that comes back gets its number back. Sets written by builds before group
+  numbers hold brokerNames: a member that P:idx:group-names does not know is read as a brokerName
+  (docs/helm.md, upgrading). Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- This call's lookups, by brokerName (false: the group has no number).

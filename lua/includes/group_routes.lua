@@ -1,3 +1,4 @@
+--- @include "rcall"
 --- @include "keys"
 --[[
   What a route shows of each broker group, kept in one hash so that route.lua reads it for every
@@ -13,7 +14,7 @@
   route.lua computes itself, and gets one at its next registration, the few-command path
   included. Whether any member has filter servers is kept apart, per member (P:idx:filtered, set
   in step 12 and by the cascade), since one address may be listed by more than one group.
-  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- Group `name`'s entry from its row, members and their clusters; nil when it has no row.

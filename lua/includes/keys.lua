@@ -1,11 +1,9 @@
 --[[
-  Key builders (mirror of nsfleet/keys.py; a test checks the two agree).
+  Key builders (mirror of nsfleet/store/keys.py; a test checks the two agree).
   Every key is the namespace prefix KEYS[1] ("nsfleet:{<ns>}") plus a suffix, so every key a
   script touches carries the namespace hash tag and lives in KEYS[1]'s cluster slot.
-  Reads KEYS[1] only; takes no ARGV[i].
+  Reads KEYS[1] only; takes no arguments.
 ]]
--- luacheck: globals KEYS ARGV redis cjson
-local rcall = redis.call
 local P = KEYS[1]
 local function k_broker(cluster, addr) return P .. ':broker:' .. cluster .. ':' .. addr end
 local function k_group(name) return P .. ':group:' .. name end
@@ -39,26 +37,5 @@ local function k_perm_clears() return P .. ':idx:perm-clears' end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
 local function k_changes() return P .. ':changes' end
+-- A member of P:idx:deadlines and P:idx:filtered: a broker's live row, by cluster and address.
 local function live_member(cluster, addr) return cluster .. '\t' .. addr end
-
--- Server clock in epoch milliseconds: every worker sees the same clock.
-local function now_ms()
-  local t = rcall('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function fmt(n) return string.format('%.0f', n) end
-
--- HMGET of `key` for any number of `fields`, in calls of at most 1000 (Lua's unpack limit).
-local function hmget(key, fields)
-  local values = {}
-  for from = 1, #fields, 1000 do
-    local got = rcall('HMGET', key, unpack(fields, from, math.min(from + 999, #fields)))
-    for i = 1, #got do values[from + i - 1] = got[i] end
-  end
-  return values
-end
-
--- PermName.isWriteable (perm & PERM_WRITE) for any Java int, PERM_PRIORITY and negative values
--- included: floored division and modulo follow two's complement bit by bit.
-local function writeable(perm) return math.floor(perm / 2) % 2 == 1 end

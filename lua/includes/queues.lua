@@ -1,17 +1,18 @@
+--- @include "rcall"
 --- @include "keys"
+--- @include "clock"
+--- @include "perms"
 --- @include "changes"
 --- @include "group_ids"
 --[[
   Queue data of one broker group, written from a registration's topic table (step 10 of
   RouteInfoManager.registerBroker), shared by register_broker.lua (a table written in one call)
-  and register_topics.lua (one chunk of a big table). The table comes as one argument of text,
-  a line per topic (TABLE_ROW below), its numbers as decimal strings: a Lua tostring per field
-  cost ~1 us a row, an eighth of a first registration's Redis time, and reading the lines with
-  string.gmatch costs Redis ~0.4 us a row less CPU than cjson-decoding the same rows as JSON
-  arrays (a table per row; bench/storm_floor.py). A stored topic name holds no control
-  character (nsfleet.domain.validation.unstorable_character), so tabs and newlines cannot occur
-  inside a field.
-  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+  and register_topics.lua (one chunk of a big table). The table comes as one argument of text, a
+  line per topic (TABLE_ROW below), its numbers as decimal strings: both a Lua tostring per field
+  and cjson-decoding the same rows as JSON arrays (a table per row) cost a first registration more
+  Redis time than reading the lines with string.gmatch (bench/storm_floor.py). A stored topic name
+  holds no control character (nsfleet.domain.validation.unstorable_character), so tabs and
+  newlines cannot occur inside a field. Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- What a fresh group's row reads as (one table, not one per row).
@@ -42,8 +43,8 @@ local function write_queues(name, text, mappings, force, clear_write, fresh)
   local added, n_added = {}, 0
   local rewritten = 0
   local added_rows = 0
-  -- Per row, Lua's own work shows in a storm (~0.2 us a row for a call to build the key and one
-  -- to record the change): keys are joined inline and added rows announced as one list.
+  -- Per row, Lua's own work shows in a storm (a call to build the key and one to record the
+  -- change): keys are joined inline and added rows announced as one list.
   local row_key, of_group = k_queue_parts(name)
   for topic, rq, wq, p, flag in string.gmatch(text, TABLE_ROW) do
     local qk = row_key .. topic .. of_group
@@ -66,8 +67,8 @@ local function write_queues(name, text, mappings, force, clear_write, fresh)
   end
   -- A row only exists with its indexes, so only a new row needs them (SADD is idempotent
   -- should a fresh group's row have been written meanwhile by REGISTER_TOPIC). Written after
-  -- the rows rather than beside each: the route index's sets one after another cost Redis
-  -- ~0.3 us a row less (bench/storm_floor.py).
+  -- the rows rather than beside each: the route index's sets one after another cost Redis less
+  -- (bench/storm_floor.py).
   if n_added > 0 then
     local index_key, id = k_topic_prefix(), group_id(name)
     for i = 1, n_added do rcall('SADD', index_key .. added[i], id) end

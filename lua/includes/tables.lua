@@ -1,3 +1,4 @@
+--- @include "rcall"
 --- @include "keys"
 --[[
   The topic tables a broker's registrations wrote as they say (P:idx:tables:<cluster>:<addr>):
@@ -7,7 +8,7 @@
   does (register_broker.lua). A recorded table holds while no queue row of the group changed
   since it was written: the set is valid while the registration record's topicsEpoch is the
   group's. Shared by register_broker.lua and register_commit.lua.
-  Uses KEYS[1] through keys.lua and takes no ARGV[i] of its own.
+  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- A bound on the digests kept: chunk boundaries move when a broker adds or removes a topic, and

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nsfleet.domain import validation
+from nsfleet.store import scripts
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
 from nsfleet.store.script_calls import ScriptCaller
@@ -41,12 +42,14 @@ class Departures(ScriptCaller):
         for name in sorted(cleanups):
             left = 1
             while left:
-                _, (count, left) = await self._call("drain_cleanup", [name, self.chunk_rows])
+                _, (count, left) = await self._call(
+                    "drain_cleanup", scripts.DrainCleanupArgs(name, self.chunk_rows))
                 done += int(count)
         for name in sorted(perm_clears):
             more = "1"
             while more == "1":
-                _, (count, more) = await self._call("clear_write_perm", [name, self.chunk_rows])
+                _, (count, more) = await self._call(
+                    "clear_write_perm", scripts.ClearWritePermArgs(name, self.chunk_rows))
                 done += int(count)
         return done
 
@@ -60,7 +63,8 @@ class Departures(ScriptCaller):
         validation.addr(addr)
         validation.name(name, "brokerName")
         status, rest = await self._call(
-            "unregister_broker", [cluster, addr, name, closed_connection or "", self.chunk_rows])
+            "unregister_broker", scripts.UnregisterBrokerArgs(
+                cluster, addr, name, closed_connection or "", self.chunk_rows))
         if status is Status.KEPT:
             return -1
         if rest[1] == "1" and drain:
@@ -74,8 +78,8 @@ class Departures(ScriptCaller):
         of the live brokers holds them, but never longer than ``guard_max_hold_ms`` past their
         deadline."""
         status, (due, live, cleanup, *flat) = await self._call(
-            "sweep", ["" if now_ms is None else now_ms, batch, guard_share, guard_max_hold_ms,
-                      self.chunk_rows])
+            "sweep", scripts.SweepArgs("" if now_ms is None else now_ms, batch, guard_share,
+                                   guard_max_hold_ms, self.chunk_rows))
         removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
         if cleanup == "1":
             await self.drain_cleanups()

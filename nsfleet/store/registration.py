@@ -21,6 +21,7 @@ from nsfleet.domain.model import (
 )
 from nsfleet.runtime.memo import BoundedMemo
 from nsfleet.runtime.table_thread import in_table_thread
+from nsfleet.store import scripts
 from nsfleet.store.departures import Departures
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
@@ -106,16 +107,21 @@ class Registering(Departures):
         acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
         filters = list(reg.filter_server_list) if reg.filter_server_list is not None else None
 
-        def args(mode: str) -> list[Any]:
+        def args(mode: str) -> scripts.RegisterBrokerArgs:
             full = mode == "full"
-            return [reg.cluster, reg.addr, reg.name, reg.broker_id, reg.ha_server_addr or "",
-                    reg.zone_name or "", timeout, acting, dv.counter, dv.timestamp,
-                    dv.state_version, -1 if filters is None else len(filters),
-                    len(rows) if full else 0, flag(delete_absent_topics),
-                    flag(return_order_conf), reg.topics_sent, connection or "",
-                    len(mappings), digest, mode, self.chunk_rows,
-                    *(filters or ()), topic_chunks[0] if full and topic_chunks else "",
-                    mapping_chunks[0] if full and mapping_chunks else "[]"]
+            return scripts.RegisterBrokerArgs(
+                cluster=reg.cluster, addr=reg.addr, name=reg.name, id=reg.broker_id,
+                ha_addr=reg.ha_server_addr or "", zone=reg.zone_name or "", timeout_ms=timeout,
+                acting_master=acting, dv_counter=dv.counter, dv_timestamp=dv.timestamp,
+                state_version=dv.state_version,
+                filter_count=-1 if filters is None else len(filters),
+                topic_count=len(rows) if full else 0, delete_absent=flag(delete_absent_topics),
+                want_kv=flag(return_order_conf), topics_sent=reg.topics_sent,
+                connection=connection or "", mapping_count=len(mappings), digest=digest,
+                mode=mode, row_budget=self.chunk_rows,
+                topics=topic_chunks[0] if full and topic_chunks else "",
+                mappings=mapping_chunks[0] if full and mapping_chunks else "[]",
+                filters=filters or ())
 
         # What register_broker.lua compares as the registration's meta, with what else shapes
         # the answer: equal, and the digest proven, the memo may answer (``unchanged_chunks``).
@@ -176,8 +182,9 @@ class Registering(Departures):
     async def _write_data_versions(self, pending: list[Pending]) -> int:
         """register_data_version.lua for the memo's pending DataVersions; how many were
         written (the others' registrations were superseded or removed)."""
-        _, (written,) = await self._call("register_data_version",
-                                         [v for broker in pending for v in broker])
+        _, (written,) = await self._call(
+            "register_data_version",
+            scripts.RegisterDataVersionArgs([v for broker in pending for v in broker]))
         return int(written)
 
     async def write_pending_data_version(self, cluster: str, addr: str) -> None:
@@ -195,7 +202,12 @@ class Registering(Departures):
         Returns (changed, the commit's answer after its status)."""
         generation, force, clear_write, writer, head_changed, fresh, epoch = head
         changed = head_changed == "1"
-        base = [reg.cluster, reg.addr, reg.name, generation, force, clear_write]
+
+        def chunk(topics: bytes | str, mappings: bytes | str, absent: bytes | str,
+                  fresh: str) -> scripts.RegisterTopicsArgs:
+            return scripts.RegisterTopicsArgs(reg.cluster, reg.addr, reg.name, generation, force,
+                                          clear_write, topics, mappings, absent, fresh)
+
         stale = False
         # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
         # meanwhile: then the commit records no epoch and the next registration does it all.
@@ -205,8 +217,8 @@ class Registering(Departures):
         added_epoch = int(epoch)
         if writer == "1":
             n = self.chunk_rows
-            calls = [[*base, text, "[]", "[]", fresh] for text in topic_chunks]
-            calls += [[*base, "", text, "[]", fresh] for text in mapping_chunks]
+            calls = [chunk(text, "[]", "[]", fresh) for text in topic_chunks]
+            calls += [chunk("", text, "[]", fresh) for text in mapping_chunks]
             # A "stale" chunk: a newer registration of the broker, or its removal, took over.
             for status, rest in await self._call_many("register_topics", calls,
                                                       stop_on=Status.STALE):
@@ -220,7 +232,7 @@ class Registering(Departures):
                 absent = [t async for t in self.redis.sscan_iter(
                     self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
                 absent = sorted(set(absent))  # SSCAN may return a member twice
-                calls = [[*base, "", "[]", json_arg(absent[i:i + n]), "0"]
+                calls = [chunk("", "[]", json_arg(absent[i:i + n]), "0")
                          for i in range(0, len(absent), n)]
                 for status, rest in await self._call_many("register_topics", calls,
                                                           stop_on=Status.STALE):
@@ -228,8 +240,9 @@ class Registering(Departures):
                         changed = changed or rest[0] == "1"
                         expected_epoch += int(rest[1])
         _, rest = await self._call(
-            "register_commit", [reg.cluster, reg.addr, reg.name, reg.broker_id, generation, digest,
-                                flag(return_order_conf), expected_epoch,
-                                flag(force == "1" and writer == "1"), added_epoch],
+            "register_commit",
+            scripts.RegisterCommitArgs(reg.cluster, reg.addr, reg.name, reg.broker_id, generation,
+                                   digest, flag(return_order_conf), expected_epoch,
+                                   flag(force == "1" and writer == "1"), added_epoch),
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest

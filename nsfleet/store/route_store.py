@@ -17,6 +17,7 @@ from typing import Any
 from nsfleet.domain import validation
 from nsfleet.domain.model import DataVersion, QueueData
 from nsfleet.runtime.memo import BoundedMemo
+from nsfleet.store import scripts
 from nsfleet.store.change_feed import ChangeFeed
 from nsfleet.store.history import ChangeHistory
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
@@ -59,7 +60,7 @@ class RouteStore(Registering, TableReads):
         """Refresh a live broker's deadline; False when the broker is not live."""
         validation.name(cluster, "clusterName")
         validation.addr(addr)
-        status, _ = await self._call("heartbeat", [cluster, addr, "0"])
+        status, _ = await self._call("heartbeat", scripts.HeartbeatArgs(cluster, addr, "0"))
         return status is Status.OK
 
     async def query_data_version(self, cluster: str, addr: str,
@@ -68,7 +69,8 @@ class RouteStore(Registering, TableReads):
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         status, (changed, counter, ts, state) = await self._call(
-            "heartbeat", [cluster, addr, "1", dv.counter, dv.timestamp, dv.state_version])
+            "heartbeat",
+            scripts.HeartbeatArgs(cluster, addr, "1", dv.counter, dv.timestamp, dv.state_version))
         stored = DataVersion(int(counter), int(ts), int(state)) if status is Status.OK else None
         return changed == "1", stored
 
@@ -79,8 +81,8 @@ class RouteStore(Registering, TableReads):
         # A topic served by many groups goes in several calls, each group's queue row whole.
         removed = 0
         while True:
-            _, (count, left) = await self._call("delete_topic",
-                                                [topic, cluster or "", self.chunk_rows])
+            _, (count, left) = await self._call(
+                "delete_topic", scripts.DeleteTopicArgs(topic, cluster or "", self.chunk_rows))
             removed += int(count)
             if not int(left):
                 return removed
@@ -98,26 +100,28 @@ class RouteStore(Registering, TableReads):
     async def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> int:
         """REGISTER_TOPIC_IN_NAMESRV: only known broker groups; returns rows written."""
         validation.route_topic(topic)
-        args: list[Any] = [topic]
+        groups: list[Any] = []
         for i, q in enumerate(queue_datas):
             f = f"queueDatas[{i}]"
             validation.name(q.broker_name, f"{f}.brokerName")
-            args.append(q.broker_name)
+            groups.append(q.broker_name)
             for value, what in ((q.read_queue_nums, "readQueueNums"),
                                 (q.write_queue_nums, "writeQueueNums"), (q.perm, "perm"),
                                 (q.topic_sys_flag, "topicSysFlag")):
-                args.append(validation.integer(value, f"{f}.{what}", validation.JAVA_INT_MIN,
+                groups.append(validation.integer(value, f"{f}.{what}", validation.JAVA_INT_MIN,
                                                validation.JAVA_INT_MAX))
-        _, (written,) = await self._call("register_topic", args)
+        _, (written,) = await self._call("register_topic", scripts.RegisterTopicArgs(topic, groups))
         return int(written)
 
     async def _write_perm(self, name: str, op: str) -> int:
         """A group's write perm, ``chunk_rows`` topics per call; Java's count (the first call's:
         the topics the group had when the operation began)."""
         validation.name(name, "brokerName")
-        _, (count, cursor) = await self._call("write_perm", [name, op, "0", self.chunk_rows])
+        _, (count, cursor) = await self._call(
+            "write_perm", scripts.WritePermArgs(name, op, "0", self.chunk_rows))
         while cursor != "0":
-            _, (_, cursor) = await self._call("write_perm", [name, op, cursor, self.chunk_rows])
+            _, (_, cursor) = await self._call(
+                "write_perm", scripts.WritePermArgs(name, op, cursor, self.chunk_rows))
         return int(count)
 
     async def wipe_write_perm(self, name: str) -> int:
@@ -132,7 +136,8 @@ class RouteStore(Registering, TableReads):
         validation.kv_part(key, "key")
         k = self.keys
         _, (changed,) = await self._call(
-            "kv_put", [namespace, key, value, flag(namespace == ORDER_TOPIC_CONFIG)],
+            "kv_put",
+            scripts.KvPutArgs(namespace, key, value, flag(namespace == ORDER_TOPIC_CONFIG)),
             [k.kv(namespace, key), k.kv_table(namespace), k.kv_namespaces])
         return changed == "1"
 
@@ -146,7 +151,7 @@ class RouteStore(Registering, TableReads):
         validation.kv_part(key, "key")
         k = self.keys
         _, (removed,) = await self._call(
-            "kv_delete", [key, flag(namespace == ORDER_TOPIC_CONFIG)],
+            "kv_delete", scripts.KvDeleteArgs(key, flag(namespace == ORDER_TOPIC_CONFIG)),
             [k.kv(namespace, key), k.kv_table(namespace)])
         return removed == "1"
 

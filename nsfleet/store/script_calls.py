@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -86,16 +86,17 @@ class ScriptCaller:
         for script in self._scripts.values():
             script.sha = await self.redis.script_load(script.script)
 
-    async def _call(self, name: str, args: Iterable[Any] = (),
+    async def _call(self, name: str, args: tuple[Any, ...],
                     keys: Sequence[str] = ()) -> Reply:
-        """Run a script; its reply, decoded (``replies.decode``)."""
+        """Run a script with ``args``, its NamedTuple (``scripts.ARGS``); its reply, decoded
+        (``replies.decode``)."""
+        argv = scripts.argv(name, args)
         started = time.perf_counter()
         try:
             if self.replica_acks and name in scripts.ACKED_WRITES:
-                result = await self._call_acked(name, [self.keys.prefix, *keys], list(args))
+                result = await self._call_acked(name, [self.keys.prefix, *keys], argv)
             else:
-                result = await self._scripts[name](keys=[self.keys.prefix, *keys],
-                                                   args=list(args))
+                result = await self._scripts[name](keys=[self.keys.prefix, *keys], args=argv)
         finally:
             if self.on_script is not None:
                 self.on_script(name, time.perf_counter() - started)
@@ -112,9 +113,9 @@ class ScriptCaller:
             raise ReplicaAcksMissing(int(acks), self.replica_acks, self.replica_ack_timeout_ms)
         return result
 
-    async def _call_many(self, name: str, calls: Sequence[Sequence[Any]], *,
+    async def _call_many(self, name: str, calls: Sequence[tuple[Any, ...]], *,
                          stop_on: Status | None = None) -> list[Reply]:
-        """Run a script once per argument list (calls independent of each other), at most
+        """Run a script once per arguments in ``calls`` (calls independent of each other), at most
         CALLS_IN_FLIGHT at a time, each on its own connection, until a call answers
         ``stop_on``; the replies of the calls made, in order. Not one pipeline: Redis runs every
         complete command a client has sent before it serves the next client, so a pipeline of

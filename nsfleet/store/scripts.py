@@ -1,25 +1,35 @@
-"""Loads the Lua scripts of ``lua/`` and resolves their ``--- @include "name"`` lines.
+"""Loads the Lua scripts of ``lua/``, resolves their ``--- @include "name"`` lines and declares
+their arguments.
 
 The scripts ship inside the wheel as ``nsfleet/lua``; in a source checkout they are read from the
 top-level ``lua/`` directory. A script ``<name>.lua`` and an include ``includes/<name>.lua`` may
 both carry ``--- @include "other"`` lines (an include lists them at its top); they are resolved
 depth-first, so every include is inlined exactly once per script, after everything it includes
 and before whatever includes it.
+
+Arguments go by name: each script's NamedTuple below lists them in ARGV order, and the loaded
+script opens with a local per argument generated from it (``arg_cluster`` is ARGV[1] of
+register_broker.lua), so Python and Lua share one list of positions. Locals, not a table of
+them: a table would be one more allocation for Lua's collector in every call. A script's last
+field may be a list (``REST``): its items follow the other arguments, and Lua sees them as one
+table.
+
+Run as a file (``python3 -P nsfleet/store/scripts.py DIR``, standard library only), it writes
+every script as Redis loads it into DIR for luacheck (``.ci/run``).
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import textwrap
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any, NamedTuple
 
 INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
-SCRIPT_NAMES = (
-    "register_broker", "unregister_broker", "heartbeat", "sweep", "route", "cluster_info",
-    "delete_topic", "register_topic", "write_perm", "topic_list", "kv_put", "kv_delete",
-    "register_topics", "register_commit", "drain_cleanup", "clear_write_perm", "topic_overview",
-    "register_data_version",
-)
+TOP_LEVEL_LOCAL_RE = re.compile(r"^local (?:function )?([\w, ]+?)(?: =|\()", re.MULTILINE)
 # Writes acknowledged to a client, which wait for replicas with --min-replica-acks. Reads are
 # not; nor are heartbeats, the sweep and the drains, whose loss in a failover the next
 # heartbeat or sweep repairs.
@@ -27,6 +37,190 @@ ACKED_WRITES = frozenset({
     "register_broker", "register_topics", "register_commit", "unregister_broker",
     "delete_topic", "register_topic", "write_perm", "kv_put", "kv_delete",
 })
+
+
+# --- the arguments of each script, in ARGV order (its header documents each) ---------------------
+
+
+class RegisterBrokerArgs(NamedTuple):
+    cluster: str
+    addr: str
+    name: str
+    id: int
+    ha_addr: str
+    zone: str
+    timeout_ms: int
+    acting_master: str
+    dv_counter: int
+    dv_timestamp: int
+    state_version: int
+    filter_count: int
+    topic_count: int
+    delete_absent: str
+    want_kv: str
+    topics_sent: int
+    connection: str
+    mapping_count: int
+    digest: str
+    mode: str
+    row_budget: int
+    topics: bytes | str
+    mappings: bytes | str
+    filters: Sequence[str]
+
+
+class RegisterTopicsArgs(NamedTuple):
+    cluster: str
+    addr: str
+    name: str
+    generation: str
+    force: str
+    clear_write: str
+    topics: bytes | str
+    mappings: bytes | str
+    absent: bytes | str
+    fresh: str
+
+
+class RegisterCommitArgs(NamedTuple):
+    cluster: str
+    addr: str
+    name: str
+    id: int
+    generation: str
+    digest: str
+    want_kv: str
+    epoch: int
+    synced: str
+    added_epoch: int
+
+
+class RegisterDataVersionArgs(NamedTuple):
+    brokers: Sequence[Any]  # per broker: cluster, addr, generation, dv counter, dv timestamp
+
+
+class UnregisterBrokerArgs(NamedTuple):
+    cluster: str
+    addr: str
+    name: str
+    connection: str
+    row_budget: int
+
+
+class HeartbeatArgs(NamedTuple):
+    cluster: str
+    addr: str
+    compare: str
+    dv_counter: int | str = ""
+    dv_timestamp: int | str = ""
+    state_version: int | str = ""
+
+
+class SweepArgs(NamedTuple):
+    now_ms: int | str
+    batch: int
+    guard_share: float
+    guard_max_hold_ms: int
+    row_budget: int
+
+
+class RouteArgs(NamedTuple):
+    topic: str
+    order_conf: str
+
+
+class ClusterInfoArgs(NamedTuple):
+    pass
+
+
+class DeleteTopicArgs(NamedTuple):
+    topic: str
+    cluster: str
+    limit: int
+
+
+class RegisterTopicArgs(NamedTuple):
+    topic: str
+    groups: Sequence[Any]  # per group: brokerName, readQueueNums, writeQueueNums, perm, flag
+
+
+class WritePermArgs(NamedTuple):
+    name: str
+    op: str
+    cursor: str
+    count: int
+
+
+class TopicListArgs(NamedTuple):
+    mode: str
+    cluster: str = ""
+
+
+class KvPutArgs(NamedTuple):
+    namespace: str
+    key: str
+    value: str
+    order_topic: str
+
+
+class KvDeleteArgs(NamedTuple):
+    key: str
+    order_topic: str
+
+
+class DrainCleanupArgs(NamedTuple):
+    name: str
+    limit: int
+
+
+class ClearWritePermArgs(NamedTuple):
+    name: str
+    count: int
+
+
+class TopicOverviewArgs(NamedTuple):
+    topics: Sequence[str]
+
+
+ARGS: dict[str, type[tuple[Any, ...]]] = {
+    "register_broker": RegisterBrokerArgs, "unregister_broker": UnregisterBrokerArgs,
+    "heartbeat": HeartbeatArgs, "sweep": SweepArgs, "route": RouteArgs,
+    "cluster_info": ClusterInfoArgs, "delete_topic": DeleteTopicArgs,
+    "register_topic": RegisterTopicArgs, "write_perm": WritePermArgs,
+    "topic_list": TopicListArgs, "kv_put": KvPutArgs, "kv_delete": KvDeleteArgs,
+    "register_topics": RegisterTopicsArgs, "register_commit": RegisterCommitArgs,
+    "drain_cleanup": DrainCleanupArgs, "clear_write_perm": ClearWritePermArgs,
+    "topic_overview": TopicOverviewArgs, "register_data_version": RegisterDataVersionArgs,
+}
+SCRIPT_NAMES = tuple(ARGS)
+# Scripts whose last argument is a list of any length, sent as the last ARGV items.
+REST = frozenset({"register_broker", "register_data_version", "register_topic",
+                  "topic_overview"})
+
+
+def argv(name: str, args: tuple[Any, ...]) -> list[Any]:
+    """Script ``name``'s ARGV from ``args``, an instance of its NamedTuple (``ARGS``)."""
+    if type(args) is not ARGS[name]:
+        raise TypeError(f"{name}.lua takes {ARGS[name].__name__}, not {type(args).__name__}")
+    if name in REST:
+        return [*args[:-1], *args[-1]]
+    return list(args)
+
+
+def args_prelude(name: str) -> str:
+    """The Lua that names script ``name``'s ARGV: a local ``arg_<field>`` per argument."""
+    fields = ARGS[name]._fields  # type: ignore[attr-defined]
+    if not fields:
+        return ""
+    rest = fields[-1] if name in REST else None
+    named = fields[:-1] if rest else fields
+    lines = [f"-- ARGV by name, generated from {ARGS[name].__name__} in nsfleet/store/scripts.py."]
+    lines += [f"local arg_{field} = ARGV[{i}]" for i, field in enumerate(named, 1)]
+    if rest:
+        n = len(named)
+        lines += [f"local arg_{rest} = {{}}",
+                  f"for i = {n + 1}, #ARGV do arg_{rest}[i - {n}] = ARGV[i] end"]
+    return "\n".join(lines) + "\n"
 
 
 class IncludeError(Exception):
@@ -72,4 +266,36 @@ def source(name: str, base: Path | None = None) -> str:
 
         return INCLUDE_RE.sub(inline, text)
 
-    return expand((base / f"{name}.lua").read_text(), ())
+    text = (base / f"{name}.lua").read_text()
+    if name in ARGS:  # right after the script's header (every script has one)
+        header, end, body = text.partition("]]\n")
+        text = header + end + args_prelude(name) + body
+    return expand(text, ())
+
+
+def defined_names(text: str) -> set[str]:
+    """The top-level locals a Lua file defines (an include's interface)."""
+    names: set[str] = set()
+    for match in TOP_LEVEL_LOCAL_RE.finditer(text):
+        names.update(n.strip() for n in match.group(1).split(","))
+    return names
+
+
+def write_for_luacheck(dest: Path) -> None:
+    """Every script as Redis loads it, into ``dest``, for luacheck: an include's top-level
+    locals are its interface, which a script uses in part, and an argument may be there for
+    SLOWLOG readers only (register_broker.lua's topic count), so those are exempt from W211
+    (unused variable); everything else an assembled script defines must be used."""
+    exported = set().union(*(defined_names(path.read_text())
+                             for path in (lua_dir() / "includes").glob("*.lua")))
+    codes = " ".join(["211/arg_.*", *(f"211/{n}" for n in sorted(exported))])
+    ignore = "".join(f"{line}\n" for line in textwrap.wrap(
+        codes, 100, initial_indent="-- luacheck: ignore ", subsequent_indent="-- luacheck: ignore ",
+        break_on_hyphens=False))
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in SCRIPT_NAMES:
+        (dest / f"{name}.lua").write_text(ignore + source(name))
+
+
+if __name__ == "__main__":
+    write_for_luacheck(Path(sys.argv[1]))

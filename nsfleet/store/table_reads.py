@@ -28,6 +28,7 @@ from nsfleet.domain.model import (
     is_writeable,
     topic_queue_mapping_info,
 )
+from nsfleet.store import scripts
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
@@ -96,7 +97,7 @@ class TableReads(ScriptCaller):
         route.lua reads the parts in one round trip; they are put together here, in the worker,
         as the script's header describes (workers scale out, Redis does not)."""
         validation.route_topic(topic)
-        status, rest = await self._call("route", [topic, flag(order_conf)],
+        status, rest = await self._call("route", scripts.RouteArgs(topic, flag(order_conf)),
                                         [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status is Status.NONE:
             return None
@@ -171,7 +172,7 @@ class TableReads(ScriptCaller):
             return _run_id(exc)
 
     async def cluster_info(self) -> ClusterInfo:
-        _, (clusters, groups) = await self._call("cluster_info")
+        _, (clusters, groups) = await self._call("cluster_info", scripts.ClusterInfoArgs())
         info = ClusterInfo()
         for i in range(0, len(clusters), 2):
             info.cluster_addr_table[clusters[i]] = sorted(clusters[i + 1])
@@ -197,8 +198,8 @@ class TableReads(ScriptCaller):
     async def all_topics(self) -> list[str]:
         return sorted(await self.redis.smembers(self.keys.topics))
 
-    async def _topic_list(self, *args: str) -> list[str]:
-        _, topics = await self._call("topic_list", args)
+    async def _topic_list(self, mode: str, cluster: str = "") -> list[str]:
+        _, topics = await self._call("topic_list", scripts.TopicListArgs(mode, cluster))
         return sorted(topics)
 
     async def topics_by_cluster(self, cluster: str) -> list[str]:

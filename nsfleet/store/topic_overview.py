@@ -14,11 +14,12 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
+from nsfleet.store import scripts
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
 from nsfleet.store.redis_errors import translating_redis_errors
 
 TOPICS_PER_CALL = 100  # ~200 rows: 1-3 ms of Redis time a call (measured, 2 groups a topic)
-CallMany = Callable[[str, Sequence[Sequence[Any]]], Awaitable[list[tuple[str, list[Any]]]]]
+CallMany = Callable[[str, Sequence[tuple[Any, ...]]], Awaitable[list[tuple[str, list[Any]]]]]
 QueueRow = tuple[str, int, int, int, int]  # brokerName, read, write, perm, topicSysFlag
 
 
@@ -40,7 +41,7 @@ class OverviewIndex:
 @translating_redis_errors
 class TopicOverview:
     def __init__(self, redis: Redis | RedisCluster, keys: Keys, call_many: CallMany) -> None:
-        """``call_many(script, argument lists)``: RouteStore's bounded script calls."""
+        """``call_many(script, arguments of each call)``: RouteStore's bounded script calls."""
         self.redis = redis
         self.keys = keys
         self._call_many = call_many
@@ -63,7 +64,8 @@ class TopicOverview:
         return OverviewIndex(topics, frozenset(groups | set(clusters)), order_conf)
 
     async def rows(self, topics: Sequence[str]) -> list[TopicRows]:
-        calls = [topics[i:i + TOPICS_PER_CALL] for i in range(0, len(topics), TOPICS_PER_CALL)]
+        calls = [scripts.TopicOverviewArgs(topics[i:i + TOPICS_PER_CALL])
+                 for i in range(0, len(topics), TOPICS_PER_CALL)]
         out: list[TopicRows] = []
         for _, entries in await self._call_many("topic_overview", calls):
             for topic, flat in entries:

@@ -4,6 +4,7 @@ status that RouteStore's one decoding helper (``replies.decode``) accepts."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -87,26 +88,57 @@ def test_missing_include_is_an_error(tmp_path: Path) -> None:
 
 # --- the real lua/ tree ------------------------------------------------------------------------
 
-INCLUDE_NAMES = ("keys", "changes", "group_routes", "group_ids", "cascade")
+def lua_code(text: str) -> str:
+    """``text`` without its comments."""
+    return re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", text, flags=re.DOTALL)
 
 
-def test_includes_declare_what_they_need() -> None:
-    inc = scripts.lua_dir() / "includes"
-    declared = {name: scripts.INCLUDE_RE.findall((inc / f"{name}.lua").read_text())
-                for name in INCLUDE_NAMES}
-    assert declared == {"keys": [], "changes": ["keys"], "group_routes": ["keys"],
-                        "group_ids": ["keys"],
-                        "cascade": ["keys", "changes", "group_routes", "group_ids"]}
-    for name in INCLUDE_NAMES:
-        text = (inc / f"{name}.lua").read_text()
-        # The include lines come first, before the include's own header.
-        assert text.startswith("".join(f'--- @include "{d}"\n' for d in declared[name]) + "--[[")
+def include_texts() -> dict[str, str]:
+    return {path.stem: path.read_text()
+            for path in (scripts.lua_dir() / "includes").glob("*.lua")}
+
+
+@pytest.mark.parametrize("name", [*scripts.SCRIPT_NAMES, *(f"includes/{n}" for n in
+                                                           sorted(include_texts()))])
+def test_every_file_includes_what_it_uses_and_no_more(name: str) -> None:
+    """A script or include lists, as ``--- @include`` lines at its top, exactly the includes
+    whose top-level names its own code uses: nothing reaches it by chance through another."""
+    includes = include_texts()
+    text = (scripts.lua_dir() / f"{name}.lua").read_text()
+    declared = scripts.INCLUDE_RE.findall(text)
+    code = lua_code(text)
+    used = {inc for inc, inc_text in includes.items()
+            if f"includes/{inc}" != name and any(
+                re.search(rf"(?<![\w.]){re.escape(n)}\b", code)
+                for n in scripts.defined_names(inc_text))}
+    assert sorted(declared) == sorted(used), name
+    assert len(set(declared)) == len(declared), name
+    # An include's include lines come first, a script's right after its header.
+    lines = "".join(f'--- @include "{d}"\n' for d in declared)
+    if name.startswith("includes/"):
+        assert text.startswith(lines + "--[["), name
+    else:
+        assert text.startswith("--[[") and text.partition("]]\n")[2].startswith(lines), name
+
+
+def test_every_name_an_include_defines_is_used() -> None:
+    """luacheck lets an include's top-level names go unused in a script that needs only some
+    (``scripts.write_for_luacheck``); each is still used by some file, or by its own code."""
+    files = {name: lua_code((scripts.lua_dir() / f"{name}.lua").read_text())
+             for name in scripts.SCRIPT_NAMES}
+    files |= {f"includes/{n}": lua_code(text) for n, text in include_texts().items()}
+    for inc, text in include_texts().items():
+        for defined in scripts.defined_names(text):
+            word = rf"(?<![\w.]){re.escape(defined)}\b"
+            uses = sum(len(re.findall(word, code)) for code in files.values())
+            assert uses > 1, (inc, defined)  # the definition itself is one
 
 
 @pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
 def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -> None:
     text = scripts.source(name)
     markers = {  # one definition each include owns
+        "rcall": "local rcall = ",
         "keys": "local function k_broker(",
         "changes": "local function publish_changes(",
         "cascade": "local function remove_broker(",
@@ -114,7 +146,7 @@ def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -
     at = {inc: text.find(m) for inc, m in markers.items() if text.count(m) == 1}
     for inc, m in markers.items():
         assert text.count(m) <= 1, (name, inc)
-    assert "keys" in at
+    assert "rcall" in at and "keys" in at
     assert list(at) == sorted(at, key=at.__getitem__), (name, at)
     if "cascade" in at:
         assert "changes" in at
@@ -122,14 +154,59 @@ def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -
 
 def test_a_script_including_only_cascade_gets_keys_and_changes(tmp_path: Path) -> None:
     # A script that includes only "cascade" gets keys and changes through it.
-    real = scripts.lua_dir()
-    base = make_lua(tmp_path, {"u": '--[[ header ]]\n--- @include "cascade"\nreturn {"ok"}\n'}, {
-        name: (real / "includes" / f"{name}.lua").read_text() for name in INCLUDE_NAMES})
+    base = make_lua(tmp_path, {"u": '--[[ header ]]\n--- @include "cascade"\nreturn {"ok"}\n'},
+                    include_texts())
     text = scripts.source("u", base)
     assert text == scripts.source("u", base)  # cached per (name, base)
     for m in ("local function k_broker(", "local function publish_changes(",
               "local function remove_broker("):
         assert text.count(m) == 1
+
+
+def resolves(dotted: str) -> bool:
+    """``dotted`` names a module, or an attribute of one."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_script_comments_name_what_exists_and_leave_figures_to_bench() -> None:
+    """Paths and Python names in the scripts' comments exist; measured figures (which go stale)
+    live in bench/results and docs/performance.md, not here."""
+    lua = scripts.lua_dir()
+    root = lua.parent
+    for path in [*lua.glob("*.lua"), *lua.glob("includes/*.lua")]:
+        text = path.read_text()
+        for ref in re.findall(r"\b(?:nsfleet|docs|bench)/[\w./-]+\.(?:py|md)", text):
+            assert (root / ref).is_file(), (path.name, ref)
+        for ref in re.findall(r"(?<![\w/])((?:includes/)?[a-z_]+\.lua)\b", text):
+            assert (lua / ref).is_file() or (lua / "includes" / ref).is_file(), (path.name, ref)
+        for ref in re.findall(r"\bnsfleet(?:\.[a-z_]+)+", text):
+            assert resolves(ref), (path.name, ref)
+        figure = re.search(r"~ ?\d|\d ?(?:us|µs|ns)\b|\d ?%|\d(?:\.\d+)?x\b", text)
+        assert figure is None, (path.name, figure and figure.group())
+
+
+def test_luacheck_reads_every_script_as_loaded(tmp_path: Path) -> None:
+    """What .ci/run lints: each script as Redis loads it, under lines exempting only the
+    arguments and the includes' top-level names from luacheck's unused-variable warning."""
+    scripts.write_for_luacheck(tmp_path)
+    exempt = set().union(*(scripts.defined_names(text) for text in include_texts().values()))
+    for name in scripts.SCRIPT_NAMES:
+        text = (tmp_path / f"{name}.lua").read_text()
+        head, _, rest = text.partition("--[[")
+        assert "--[[" + rest == scripts.source(name)
+        assert all(len(line) <= 100 for line in head.splitlines())
+        assert set(re.findall(r"211/([\w.*]+)", head)) == {"arg_.*", *exempt}
 
 
 # --- the reply convention ----------------------------------------------------------------------
@@ -226,12 +303,13 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
                                 delete_absent_topics=True)
     assert await store.all_topics() == ["C0", "C1"]
     # A chunk of a superseded registration writes nothing.
-    assert (await store._call("register_topics", ["c1", big.addr, "big", "0", "1", "0", "[]",
-                                                 "[]", "[]"]))[0] == "stale"
+    assert (await store._call("register_topics", scripts.RegisterTopicsArgs(
+        "c1", big.addr, "big", "0", "1", "0", "", "[]", "[]", "0")))[0] == "stale"
     # A group too big for one cascade is left to drain_cleanup.lua; registering its name
     # meanwhile answers "drain" (then drains and registers).
     await store.register_broker(big)
-    assert (await store._call("unregister_broker", ["c1", big.addr, "big", "", 2]))[1][1] == "1"
+    assert (await store._call("unregister_broker", scripts.UnregisterBrokerArgs(
+        "c1", big.addr, "big", "", 2)))[1][1] == "1"
     await store.register_broker(big)
     assert await store.unregister_broker("c1", big.addr, "big") == 1
     assert await store.all_topics() == []

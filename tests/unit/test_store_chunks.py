@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.store import RouteStore
+from nsfleet.store import RouteStore, scripts
 from tests.support.invariants import orphans
 
 CHUNK = 3
@@ -243,10 +243,11 @@ async def test_an_interrupted_cascade_is_invisible_and_the_sweep_finishes_it(
     """The unregister call ran, the worker died before draining: routes already leave the group
     out, its name cannot register until drained, and the sweep's drain finishes it."""
     await store.register_broker(MASTER)
-    await store._call("unregister_broker", ["c1", MASTER.addr, "g", "", CHUNK])
+    await store._call("unregister_broker",
+                      scripts.UnregisterBrokerArgs("c1", MASTER.addr, "g", "", CHUNK))
     assert await any_redis.sismember(store.keys.cleanups, "g")
     assert await orphans(any_redis, store.keys) == []  # a consistent state
-    await store._call("drain_cleanup", ["g", CHUNK])  # died after one drain call
+    await store._call("drain_cleanup", scripts.DrainCleanupArgs("g", CHUNK))  # died after one drain
     assert await orphans(any_redis, store.keys) == []
     assert all([await store.pickup_route(t.topic_name) is None for t in TOPICS])
     assert (await store.cluster_info()).broker_addr_table == {}
@@ -258,7 +259,8 @@ async def test_an_interrupted_cascade_is_invisible_and_the_sweep_finishes_it(
 async def test_a_registration_waits_for_its_groups_drain(
         store: RouteStore, any_redis: aioredis.Redis) -> None:
     await store.register_broker(MASTER)
-    await store._call("unregister_broker", ["c1", MASTER.addr, "g", "", CHUNK])
+    await store._call("unregister_broker",
+                      scripts.UnregisterBrokerArgs("c1", MASTER.addr, "g", "", CHUNK))
     small = replace(MASTER, topic_configs=TOPICS[:2])
     await store.register_broker(small)
     assert await store.all_topics() == ["T0", "T1"]
@@ -353,7 +355,8 @@ async def test_an_interrupted_write_perm_clearing(
     clears the stored rows; a master back first rewrites them and the record is dropped."""
     await store.register_broker(ACTING)
     await store.register_broker(ACTING_SLAVE)
-    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    await store._call("unregister_broker",
+                      scripts.UnregisterBrokerArgs("c1", ACTING.addr, "g", "", CHUNK))
     assert await any_redis.hexists(store.keys.perm_clears, "g")
     read = await store.pickup_route("T0")
     assert read is not None and read.route.queue_datas[0].perm == 4
@@ -363,7 +366,8 @@ async def test_an_interrupted_write_perm_clearing(
 
     await store.register_broker(ACTING)
     assert await stored_perms(store) == {6}
-    await store._call("unregister_broker", ["c1", ACTING.addr, "g", "", CHUNK])
+    await store._call("unregister_broker",
+                      scripts.UnregisterBrokerArgs("c1", ACTING.addr, "g", "", CHUNK))
     await store.register_broker(ACTING)  # the master is back before any drain
     assert await store.drain_cleanups() == 0
     assert await stored_perms(store) == {6}

@@ -1,5 +1,6 @@
-"""nsfleet/store/keys.py and lua/includes/keys.lua build the same keys, and every script loads
-with its includes inlined and a documented KEYS/ARGV/Output header."""
+"""nsfleet/store/keys.py and lua/includes/keys.lua build the same keys, every script loads with
+its includes inlined and a documented KEYS/arguments/Output header, and Python and Lua agree on
+each script's arguments (nsfleet/store/scripts.py names them, the header documents them)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ CASES = [
     ("k_conns('c1', 'h:1')", lambda k: k.conns("c1", "h:1")),
     ("k_worker('w1')", lambda k: k.worker("w1")),
     ("k_mappings('t')", lambda k: k.mappings("t")),
+    ("k_cleanups()", lambda k: k.cleanups),
+    ("k_cleanup('b')", lambda k: k.cleanup("b")),
+    ("k_perm_clears()", lambda k: k.perm_clears),
     ("k_seq()", lambda k: k.seq),
     ("k_rev()", lambda k: k.rev),
     ("k_changes()", lambda k: k.changes),
@@ -85,10 +89,48 @@ def test_every_script_is_complete_and_documented(name: str) -> None:
     assert "--- @include" not in text
     header = text[:text.index("]]")]
     assert re.search(r"KEYS\[1\]", header) and "Output:" in header and "Input:" in header
-    # Every ARGV[i] and KEYS[i] the script reads is documented in its header.
+    # Every KEYS[i] the script reads is documented in its header.
     body = text[text.index("]]"):]
-    for used in set(re.findall(r"(?:ARGV|KEYS)\[(\d+)\]", body)):
-        assert re.search(rf"(?:ARGV|KEYS)\[{used}\]", header), (name, used)
+    for used in set(re.findall(r"KEYS\[(\d+)\]", body)):
+        assert re.search(rf"KEYS\[{used}\]", header), (name, used)
+    # ARGV is read by name only, through the locals generated from Python.
+    assert "ARGV" not in body.replace(scripts.args_prelude(name), ""), name
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_python_and_lua_agree_on_the_arguments(name: str) -> None:
+    """The header lists the arguments of the script's NamedTuple, in ARGV order, and the script
+    reads them all and no other."""
+    fields = scripts.ARGS[name]._fields  # type: ignore[attr-defined]
+    text = (scripts.lua_dir() / f"{name}.lua").read_text()
+    header = text[:text.index("]]")]
+    assert re.findall(r"^ {4}arg_(\w+) ", header, re.MULTILINE) == list(fields), name
+    if fields:
+        assert f"nsfleet/store/scripts.py, {scripts.ARGS[name].__name__}):" in header, name
+    code = re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", text, flags=re.DOTALL)
+    used = set(re.findall(r"\barg_(\w+)", code))
+    assert used <= set(fields), name
+    # One argument is there for SLOWLOG and MONITOR readers only.
+    assert set(fields) - used <= {"topic_count"}, name
+    if name in scripts.REST:
+        assert "the last ARGV items" in header or "every ARGV item" in header \
+            or "the rest of ARGV" in header, name
+
+
+def test_arguments_go_in_field_order_and_the_rest_goes_last() -> None:
+    assert scripts.argv("register_topic", scripts.RegisterTopicArgs("T", ["g", 1, 1, 6, 0])) == [
+        "T", "g", 1, 1, 6, 0]
+    assert scripts.argv("route", scripts.RouteArgs("T", "1")) == ["T", "1"]
+    with pytest.raises(TypeError, match=r"route\.lua takes RouteArgs, not list"):
+        scripts.argv("route", ["T", "1"])  # type: ignore[arg-type]
+
+
+async def test_the_generated_locals_name_argv(any_redis: aioredis.Redis) -> None:
+    prelude = scripts.args_prelude("register_topic")
+    got = await any_redis.eval(prelude + "return {arg_topic, #arg_groups, arg_groups[4]}", 0,
+                               *scripts.argv("register_topic",
+                                             scripts.RegisterTopicArgs("T", ["g", 1, 2, 6, 0])))
+    assert got == ["T", 5, "6"]
 
 
 async def test_every_script_compiles(any_redis: aioredis.Redis) -> None:

@@ -35,7 +35,7 @@ async def calls(store: RouteStore) -> list[str]:
     original = store._call
 
     async def recording(name: str, args: object = (), keys: object = ()) -> object:
-        seen.append(args[19] if name == "register_broker" else name)  # type: ignore[index]
+        seen.append(args.mode if name == "register_broker" else name)  # type: ignore[attr-defined]
         return await original(name, args, keys)  # type: ignore[arg-type]
 
     store._call = recording  # type: ignore[method-assign]

@@ -56,7 +56,7 @@ def record(store: RouteStore) -> list[str]:
     original = store._call
 
     async def recording(name: str, args: Any = (), keys: Any = ()) -> Any:
-        seen.append(args[19] if name == "register_broker" else name)
+        seen.append(args.mode if name == "register_broker" else name)
         return await original(name, args, keys)
 
     store._call = recording  # type: ignore[method-assign]

@@ -43,7 +43,7 @@ def recorded(store: RouteStore) -> list[str]:
     original = store._call
 
     async def recording(name: str, args: Any = (), keys: Any = ()) -> Any:
-        seen.append(f"register_broker:{args[19]}" if name == "register_broker" else name)
+        seen.append(f"register_broker:{args.mode}" if name == "register_broker" else name)
         return await original(name, args, keys)
 
     store._call = recording  # type: ignore[method-assign]
