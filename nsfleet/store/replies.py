@@ -1,7 +1,8 @@
 """What the scripts answer, decoded once. Every script returns a table led by a status word: "ok"
 for the normal answer, the others as each script's header lists them
-(tests/unit/store/test_scripts.py checks both agree). ``decode`` checks the status against the script's and returns it as a
-``Status``, so no caller compares strings (BullMQ keeps its error codes as one enum likewise)."""
+(tests/unit/store/test_scripts.py checks both agree). ``decode`` checks the status against the
+script's and returns it as a ``Status``, so no caller compares strings (BullMQ keeps its error
+codes as one enum likewise)."""
 
 from __future__ import annotations
 
