@@ -4,7 +4,7 @@ ORDER_TOPIC_CONFIG entry.
 
 Kept per topic by the change feed, through the route cache: a change message drops the rows of
 the topics it names (every topic's, for "*" or whenever the cache cannot vouch for what it
-saw), and an answer reads again only the topics without rows (``topic_overview.lua``), so a
+saw), and an answer reads again only the topics without rows (``topic_summary.lua``), so a
 change of a few topics costs a few rows, not the whole table; each topic's JSON is kept too.
 Coherent by construction: an answer first reads ``P:rev`` and waits until the feed has delivered
 every change up to it; rows read while a change of their topic arrived serve that answer only;
@@ -23,7 +23,7 @@ import msgspec
 from nsfleet.domain.topic_kinds import topic_kind
 from nsfleet.service.route_cache import RouteCache
 from nsfleet.store import RouteStore
-from nsfleet.store.topic_overview import TopicRows
+from nsfleet.store.topic_summary_rows import TopicRows
 
 QUEUE_FIELDS = ["brokerName", "readQueueNums", "writeQueueNums", "perm", "topicSysFlag"]
 # How long an answer waits for the feed to deliver the changes Redis has counted, before it
@@ -100,12 +100,12 @@ class TopicSummary:
         again (with ``keep``, kept in turn unless a change of their topic arrived meanwhile);
         and whether it may be kept as it is (``keep``, and nothing told while it was read)."""
         started = self._seq
-        overview = self._store.topic_overview
+        reader = self._store.topic_summary_rows
         self._filling, self._changed_while_filling = True, set()
         try:
-            index = await overview.index()
+            index = await reader.index()
             known = dict(self._rows) if keep else {}  # as it was when the reads began
-            read = await overview.rows([t for t in index.topics if t not in known])
+            read = await reader.rows([t for t in index.topics if t not in known])
         finally:
             self._filling = False
         kept = keep and self._cache.may_keep and self._cleared_at <= started

@@ -48,7 +48,7 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
     "write_perm": frozenset({Status.OK}),
     "kv_put": frozenset({Status.OK}),
     "kv_delete": frozenset({Status.OK}),
-    "topic_overview": frozenset({Status.OK}),
+    "topic_summary": frozenset({Status.OK}),
 }
 
 

@@ -26,7 +26,7 @@ from nsfleet.store.registration import PROBE_MIN_TOPICS, Registering
 from nsfleet.store.replies import Status
 from nsfleet.store.script_calls import CHUNK_ROWS, RedisClient, flag
 from nsfleet.store.table_reads import TableReads
-from nsfleet.store.topic_overview import TopicOverview
+from nsfleet.store.topic_summary_rows import TopicSummaryRows
 from nsfleet.store.unchanged_chunks import UnchangedChunks
 
 
@@ -50,7 +50,7 @@ class RouteStore(Registering, TableReads):
         self.unchanged_chunks = UnchangedChunks(self._write_data_versions)
         self.changes = ChangeFeed(redis, self.keys.changes)
         self.history = ChangeHistory(redis, self.keys.history)
-        self.topic_overview = TopicOverview(redis, self.keys, self._call_many)
+        self.topic_summary_rows = TopicSummaryRows(redis, self.keys, self._call_many)
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
         """This worker is alive for ``ttl_ms`` more: its connections count as open."""

@@ -178,7 +178,7 @@ class ClearWritePermArgs(NamedTuple):
     count: int
 
 
-class TopicOverviewArgs(NamedTuple):
+class TopicSummaryArgs(NamedTuple):
     topics: Sequence[str]
 
 
@@ -190,12 +190,12 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
     "topic_list": TopicListArgs, "kv_put": KvPutArgs, "kv_delete": KvDeleteArgs,
     "register_topics": RegisterTopicsArgs, "register_commit": RegisterCommitArgs,
     "drain_cleanup": DrainCleanupArgs, "clear_write_perm": ClearWritePermArgs,
-    "topic_overview": TopicOverviewArgs, "register_data_version": RegisterDataVersionArgs,
+    "topic_summary": TopicSummaryArgs, "register_data_version": RegisterDataVersionArgs,
 }
 SCRIPT_NAMES = tuple(ARGS)
 # Scripts whose last argument is a list of any length, sent as the last ARGV items.
 REST = frozenset({"register_broker", "register_data_version", "register_topic",
-                  "topic_overview"})
+                  "topic_summary"})
 
 
 def argv(name: str, args: tuple[Any, ...]) -> list[Any]:

@@ -272,7 +272,7 @@ class StoreMachine(RuleBasedStateMachine):
 
         # Announcements: a topic whose route or queue rows changed was named by a change message
         # (or "*" came), and any change to a route or to the cluster tables bumped the rev.
-        rows = [r.queues for r in await store.topic_overview.rows(TOPICS)]
+        rows = [r.queues for r in await store.topic_summary_rows.rows(TOPICS)]
         named, everything = await self._announced()
         for topic, route, seen, now, before in zip(TOPICS, routes, self.seen_routes, rows,
                                                    self.seen_rows, strict=True):

@@ -132,7 +132,8 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
 
 async def test_the_console_reads_run_on_a_cluster(cluster: RedisCluster) -> None:
     """The fleet's change history (a stream, several entries in one pipeline) and the topic
-    overview (a pipeline of SMEMBERS and MGET, then topic_overview.lua) in the namespace's slot."""
+    summary rows (a pipeline of SMEMBERS and MGET, then topic_summary.lua) in the namespace's
+    slot."""
     store = RouteStore(cluster, "console")
     await store.load_scripts()
     await store.register_broker(MASTER)
@@ -142,10 +143,10 @@ async def test_the_console_reads_run_on_a_cluster(cluster: RedisCluster) -> None
     await store.history.append([HistoryEntry("broker expired", {"n": n}) for n in range(3)])
     assert [(c.action, c.worker) for c in await store.history.recent(2)] == [
         ("broker expired", "w1"), ("broker expired", "w1")]
-    index = await store.topic_overview.index()
+    index = await store.topic_summary_rows.index()
     assert index.topics == ["T1", "T2"]
     assert index.names == {"c1", "broker-a"} and index.order_conf == {"T2": "broker-a:8"}
-    rows = await store.topic_overview.rows(["T1", "T2"])
+    rows = await store.topic_summary_rows.rows(["T1", "T2"])
     assert [(r.topic, r.queues) for r in rows] == [
         (t, (("broker-a", 8, 8, 6, 0),)) for t in ("T1", "T2")]
 

@@ -155,7 +155,7 @@ async def test_history_is_capped_and_pages(any_redis: aioredis.Redis) -> None:
 
 def recorded_row_reads(store: RouteStore, monkeypatch: Any) -> list[list[str]]:
     """The topics of every row read the summary makes from now on, one list per read."""
-    overview = store.topic_overview
+    overview = store.topic_summary_rows
     asked: list[list[str]] = []
     read_rows = overview.rows
 
@@ -219,7 +219,7 @@ async def test_topic_summary_keeps_no_rows_read_while_their_topic_changed(
     await _register(client)
     await _register(client, BROKER_B)
     asked = recorded_row_reads(http_store, monkeypatch)
-    overview = http_store.topic_overview
+    overview = http_store.topic_summary_rows
     read_rows = overview.rows
     inject = [True]
 

@@ -321,12 +321,12 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
 
     # Last: its reads run concurrently, which would warm a second connection for the chunked
     # calls above and let their replies race for "seen".
-    index = await store.topic_overview.index()
+    index = await store.topic_summary_rows.index()
     assert index.topics == ["C0", "C1", "C2"]
-    rows = await store.topic_overview.rows(index.topics)
+    rows = await store.topic_summary_rows.rows(index.topics)
     assert [(r.topic, [q[0] for q in r.queues]) for r in rows] == [
         (t, ["act"]) for t in ("C0", "C1", "C2")]
-    assert seen[("topic_overview", "ok")] == ["ok", *(
+    assert seen[("topic_summary", "ok")] == ["ok", *(
         [r.topic, [q if i == 0 else str(q) for i, q in enumerate(r.queues[0])]]
         for r in rows)]
 

@@ -1,7 +1,7 @@
 """Every topic's queue data, for the console's topic table (``GET /v1/topics/summary``), read in
 two steps so that a worker re-reads only what changed: ``index`` (the topic list, the cluster and
 group names, the ORDER_TOPIC_CONFIG table), then ``rows`` of the topics the worker has not read
-since a change message named them (``topic_overview.lua``, ``TOPICS_PER_CALL`` topics a call:
+since a change message named them (``topic_summary.lua``, ``TOPICS_PER_CALL`` topics a call:
 one HMGET round trip per row would cost ~25 µs of redis-py each, half a second at 20,000 rows).
 """
 
@@ -32,21 +32,21 @@ class TopicRows:
 
 
 @dataclass(frozen=True, slots=True)
-class OverviewIndex:
+class SummaryIndex:
     topics: list[str]  # every topic, sorted
     names: frozenset[str]  # the cluster and broker group names
     order_conf: dict[str, str]  # the ORDER_TOPIC_CONFIG table
 
 
 @translating_redis_errors
-class TopicOverview:
+class TopicSummaryRows:
     def __init__(self, redis: Redis | RedisCluster, keys: Keys, call_many: CallMany) -> None:
         """``call_many(script, arguments of each call)``: RouteStore's bounded script calls."""
         self.redis = redis
         self.keys = keys
         self._call_many = call_many
 
-    async def index(self) -> OverviewIndex:
+    async def index(self) -> SummaryIndex:
         k = self.keys
         pipe = self.redis.pipeline(transaction=False)
         pipe.smembers(k.topics)
@@ -61,13 +61,13 @@ class TopicOverview:
                 pipe.smembers(k.cluster(cluster))
             member_sets = await pipe.execute()
         groups: set[str] = set().union(*member_sets)
-        return OverviewIndex(topics, frozenset(groups | set(clusters)), order_conf)
+        return SummaryIndex(topics, frozenset(groups | set(clusters)), order_conf)
 
     async def rows(self, topics: Sequence[str]) -> list[TopicRows]:
-        calls = [scripts.TopicOverviewArgs(topics[i:i + TOPICS_PER_CALL])
+        calls = [scripts.TopicSummaryArgs(topics[i:i + TOPICS_PER_CALL])
                  for i in range(0, len(topics), TOPICS_PER_CALL)]
         out: list[TopicRows] = []
-        for _, entries in await self._call_many("topic_overview", calls):
+        for _, entries in await self._call_many("topic_summary", calls):
             for topic, flat in entries:
                 queues = [(flat[i], int(flat[i + 1]), int(flat[i + 2]), int(flat[i + 3]),
                            int(flat[i + 4])) for i in range(0, len(flat), 5)]

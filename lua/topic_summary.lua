@@ -5,7 +5,7 @@
   number of topics per call so that it stays short.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicOverviewArgs):
+    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicSummaryArgs):
     arg_topics    the topics (every ARGV item)
   Output:
     {"ok", {topic, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
