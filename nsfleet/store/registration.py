@@ -157,18 +157,10 @@ class Registering(Departures):
             changed, rest = await self._register_in_chunks(
                 reg, rest, rows, topic_chunks, mapping_chunks, digest, delete_absent_topics,
                 return_order_conf)
-        if status is Status.REJECTED:
-            raise RegistrationRejected
         if status is Status.FENCED:
             await self.drain_cleanups(only=reg.name)
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
-        if status not in (Status.OK, Status.HEAD):
-            raise ScriptReplyError(f"register_broker: still {status!r} after draining")
-        master, ha, generation, changed_flag, kv_flag, *kv = rest
-        result = RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
-                                kv_table=pairs(kv) if kv_flag == "1" else None,
-                                generation=int(generation), dropped_topics=reg.dropped_topics,
-                                changed=changed or changed_flag == "1")
+        result = _registered(reg, status, rest, changed)
         # A probe answered "ok" needed no per-topic work; announcing nothing, it left the
         # registration as Redis held it: proven unchanged. Not a slave's with a master: its
         # answer carries the master's HA address, which changes without an announcement.
@@ -246,3 +238,17 @@ class Registering(Departures):
                                    flag(force == "1" and writer == "1"), added_epoch),
             [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
+
+
+def _registered(reg: BrokerRegistration, status: Status, rest: list[Any],
+                changed: bool) -> RegisterResult:
+    """register_broker.lua's last answer (not a fenced one) as the registration's result."""
+    if status is Status.REJECTED:
+        raise RegistrationRejected
+    if status not in (Status.OK, Status.HEAD):
+        raise ScriptReplyError(f"register_broker: still {status!r} after draining")
+    master, ha, generation, changed_flag, kv_flag, *kv = rest
+    return RegisterResult(master_addr=master or None, ha_server_addr=ha or None,
+                          kv_table=pairs(kv) if kv_flag == "1" else None,
+                          generation=int(generation), dropped_topics=reg.dropped_topics,
+                          changed=changed or changed_flag == "1")

@@ -196,29 +196,32 @@ def _make_writer(standard: bool) -> Callable[[Any, list[str]], None]:
                 sep = ","
                 write(value, out)
             out.append("]")
-        elif obj is None:
-            out.append("null")
-        elif isinstance(obj, str):
-            out.append(quote(obj))
-        elif isinstance(obj, bool):
-            out.append("true" if obj else "false")
-        elif isinstance(obj, int):
-            text = int.__repr__(obj)
-            if standard and not lo <= obj <= hi:
-                text = '"' + text + '"'
-            out.append(text)
-        elif isinstance(obj, float):
-            out.append(_float_text(obj))
-        elif isinstance(obj, bytes | bytearray | memoryview):
-            out.append('"' + base64.b64encode(bytes(obj)).decode("ascii") + '"')
-        elif isinstance(obj, enum.Enum):
-            out.append(quote(obj.name))
         elif isinstance(obj, Mapping):
             write(dict(obj), out)
         else:
-            raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
+            out.append(_scalar_text(obj, standard, quote))
 
     return write
+
+
+def _scalar_text(obj: Any, standard: bool, quote: Callable[[str], str]) -> str:
+    """A value that is no container, as one feature set writes it."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, str):
+        return quote(obj)
+    if isinstance(obj, bool):
+        return "true" if obj else "false"
+    if isinstance(obj, int):
+        text = int.__repr__(obj)
+        return '"' + text + '"' if standard and abs(obj) > _MAX_SAFE_LONG else text
+    if isinstance(obj, float):
+        return _float_text(obj)
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return '"' + base64.b64encode(bytes(obj)).decode("ascii") + '"'
+    if isinstance(obj, enum.Enum):
+        return quote(obj.name)
+    raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
 
 
 _write_standard: Final = _make_writer(True)

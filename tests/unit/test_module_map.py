@@ -41,3 +41,16 @@ def test_no_public_class_name_is_defined_twice() -> None:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 defined.setdefault(node.name, []).append(str(path.relative_to(REPO)))
     assert {name: where for name, where in defined.items() if len(where) > 1} == {}
+
+
+def test_no_class_over_300_lines_and_no_function_over_80() -> None:
+    """Small parts with one job each: a class or function past these has grown two."""
+    big = []
+    for path in sorted((REPO / "nsfleet").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            limit = (300 if isinstance(node, ast.ClassDef) else
+                     80 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else None)
+            if limit is not None and node.end_lineno is not None and (
+                    node.end_lineno - node.lineno + 1 > limit):
+                big.append(f"{path.relative_to(REPO)}: {node.name}")
+    assert big == []
