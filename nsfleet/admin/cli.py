@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from nsfleet.admin import address_server, commands, copy_config, diff
+from nsfleet.admin import address_list, commands, copy_config, diff
 from nsfleet.client.connection import ConnectOptions, add_connection_options
 from nsfleet.client.credentials import TOKEN_ENV
 from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, ApiError, FleetUnavailable
@@ -154,7 +154,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = _action(nc_sub, common, "set", "set key=value pairs fleet-wide")
     p.add_argument("pairs", nargs="+", metavar="key=value",
                    help="NamesrvConfig keys and their new values, e.g. orderMessageEnable=true")
-    address_server.add_parser(sub, common)
+    address_list.add_parser(sub, common)
     diff.add_parser(sub, common)  # these two exit with their own statuses (their ``func``)
     copy_config.add_parser(sub, common)
     return admin
