@@ -6,9 +6,9 @@
   rewritten every topic (its live row was gone, so its DataVersion counts as changed).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, ClearWritePermArgs):
-    arg_name     brokerName
-    arg_count    how many topics to visit in this call (SSCAN COUNT)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, ClearWritePermArgs):
+    ARGV[1] arg_name     brokerName
+    ARGV[2] arg_count    how many topics to visit in this call (SSCAN COUNT)
   Output:
     {"ok", cleared, more}   cleared: queue rows that lost the write perm; more "1" while topics
                             are left to visit (the record is kept), else "0" (it is gone)

@@ -5,7 +5,7 @@
   registered in), a group with no live member is left out, and so is a cluster left empty.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    (no arguments)
+    no ARGV[i]
   Output:
     {"ok", clusters, groups}
       clusters = {cluster1, {name, ...}, cluster2, {...}, ...}

@@ -4,11 +4,11 @@
   an unknown cluster is a no-op).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, DeleteTopicArgs):
-    arg_topic      topic
-    arg_cluster    clusterName, or "" for the whole topic
-    arg_limit      the most queue rows to remove in this call (a topic served by more groups is
-                   deleted in several calls, each group's row whole)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, DeleteTopicArgs):
+    ARGV[1] arg_topic      topic
+    ARGV[2] arg_cluster    clusterName, or "" for the whole topic
+    ARGV[3] arg_limit      the most queue rows to remove in this call (a topic served by more groups
+                           is deleted in several calls, each group's row whole)
   Output:
     {"ok", removed, left}
       removed  number of queue data rows removed; left: rows still to remove

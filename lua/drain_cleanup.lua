@@ -4,9 +4,9 @@
   P:idx:cleanups). Safe from any number of workers at once: each topic is popped once.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, DrainCleanupArgs):
-    arg_name     brokerName
-    arg_limit    the most queue rows to remove in this call
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, DrainCleanupArgs):
+    ARGV[1] arg_name     brokerName
+    ARGV[2] arg_limit    the most queue rows to remove in this call
   Output:
     {"ok", removed, left}   left: topics still to remove (0: the cleanup record is gone)
 ]]

@@ -6,13 +6,13 @@
   group's topics are announced). An unknown broker is left alone: it must register again.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, HeartbeatArgs):
-    arg_cluster          clusterName
-    arg_addr             brokerAddr
-    arg_compare          "1" = also compare a DataVersion: the three below
-    arg_dv_counter       its counter
-    arg_dv_timestamp     its timestamp
-    arg_state_version    its stateVersion
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, HeartbeatArgs):
+    ARGV[1] arg_cluster          clusterName
+    ARGV[2] arg_addr             brokerAddr
+    ARGV[3] arg_compare          "1" = also compare a DataVersion: the three below
+    ARGV[4] arg_dv_counter       its counter
+    ARGV[5] arg_dv_timestamp     its timestamp
+    ARGV[6] arg_state_version    its stateVersion
   Output:
     {"ok", changed, counter, timestamp, stateVersion}   the broker is live (or past its deadline
                                                         and not yet swept) and was refreshed

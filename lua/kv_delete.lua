@@ -5,9 +5,9 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:kv:<namespace>:<key>
     KEYS[3] P:idx:kv:<namespace>
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, KvDeleteArgs):
-    arg_key            key
-    arg_order_topic    "1" when the namespace is ORDER_TOPIC_CONFIG
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, KvDeleteArgs):
+    ARGV[1] arg_key            key
+    ARGV[2] arg_order_topic    "1" when the namespace is ORDER_TOPIC_CONFIG
   Output:
     {"ok", removed}
       removed  "1" when a value was removed, "0" when there was none

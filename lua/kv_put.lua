@@ -6,12 +6,12 @@
     KEYS[2] P:kv:<namespace>:<key>   the row (spark-readable)
     KEYS[3] P:idx:kv:<namespace>     the namespace's key -> value hash
     KEYS[4] P:idx:kvns               the set of namespaces
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, KvPutArgs):
-    arg_namespace      namespace
-    arg_key            key
-    arg_value          value
-    arg_order_topic    "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the route's
-                       orderTopicConf)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, KvPutArgs):
+    ARGV[1] arg_namespace      namespace
+    ARGV[2] arg_key            key
+    ARGV[3] arg_value          value
+    ARGV[4] arg_order_topic    "1" when the namespace is ORDER_TOPIC_CONFIG (the value is the
+                               route's orderTopicConf)
   Output:
     {"ok", changed}
       changed  "1" when something changed, "0" when it was already so

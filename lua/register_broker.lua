@@ -6,54 +6,58 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, includes/keys.lua)
     KEYS[2] P:idx:kvns                      KV namespaces
     KEYS[3] P:idx:kv:ORDER_TOPIC_CONFIG     the order-topic KV table returned to the broker
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterBrokerArgs):
-    arg_cluster         clusterName
-    arg_addr            brokerAddr
-    arg_name            brokerName
-    arg_id              brokerId
-    arg_ha_addr         haServerAddr ("" = none)
-    arg_zone            zoneName ("" = none)
-    arg_timeout_ms      heartbeatTimeoutMillis
-    arg_acting_master   enableActingMaster: "true" | "false" | "" (absent: an old-version broker)
-    arg_dv_counter      dataVersion counter
-    arg_dv_timestamp    dataVersion timestamp
-    arg_state_version   dataVersion stateVersion
-    arg_filter_count    number of filter servers F, or -1 when the broker sent no list (keep the
-                        stored one)
-    arg_topic_count     number of topics T in arg_topics (read by SLOWLOG and MONITOR readers
-                        only)
-    arg_delete_absent   "1" = deleteTopicWithBrokerRegistration (drop this group's topics absent
-                        from the table)
-    arg_want_kv         "1" = return the ORDER_TOPIC_CONFIG KV table
-    arg_topics_sent     how many topics the broker's table held as sent (the single-topic guard
-                        counts those; topics nsfleet could not store are not among the T)
-    arg_connection      the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
-    arg_mapping_count   number of static-topic mappings M in the table (in every mode; in "full"
-                        mode they are arg_mappings)
-    arg_digest          digest of the topic table, mappings and deleteTopicWithBrokerRegistration
-                        as sent (of the chunk sent, for a 5.x split registration:
-                        includes/tables.lua keeps the digests of the tables written, so an
-                        unchanged chunk costs O(1) like a whole table)
-    arg_mode            "full": the whole registration in this call;
-                        "probe": T is 0 and the topics are not sent; the registration is applied
-                        only if it needs no per-topic work (see "Skipping the queue data"
-                        below), else the script answers {"full"} having written nothing;
-                        "head": the first call of a registration too big for one call
-                        (docs/architecture.md, "Bounded script time"): everything but the queue
-                        data, which register_topics.lua then writes in chunks before
-                        register_commit.lua records the table's digest; until then the
-                        registration record carries "pending", so an interrupted registration
-                        is redone in full by the next one
-    arg_row_budget      the most queue rows one call may write or remove (L): a fenced
-                        newcomer's group cascade stops there (includes/cascade.lua); a "full"
-                        call whose deleteTopicWithBrokerRegistration may remove more answers
-                        {"chunk"} having written nothing
-    arg_topics          the T topics, a line each: topic, readQueueNums, writeQueueNums, perm,
-                        topicSysFlag, tab-separated, the numbers as decimal strings
-                        (includes/queues.lua's TABLE_ROW)
-    arg_mappings        the M static-topic mappings, a JSON array of arrays (topic, bname,
-                        TopicQueueMappingInfo JSON)
-    arg_filters         the F filter server addresses (the last ARGV items)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RegisterBrokerArgs):
+    ARGV[1] arg_cluster         clusterName
+    ARGV[2] arg_addr            brokerAddr
+    ARGV[3] arg_name            brokerName
+    ARGV[4] arg_id              brokerId
+    ARGV[5] arg_ha_addr         haServerAddr ("" = none)
+    ARGV[6] arg_zone            zoneName ("" = none)
+    ARGV[7] arg_timeout_ms      heartbeatTimeoutMillis
+    ARGV[8] arg_acting_master   enableActingMaster: "true" | "false" | "" (absent: an old-version
+                                broker)
+    ARGV[9] arg_dv_counter      dataVersion counter
+    ARGV[10] arg_dv_timestamp   dataVersion timestamp
+    ARGV[11] arg_state_version  dataVersion stateVersion
+    ARGV[12] arg_filter_count   number of filter servers F, or -1 when the broker sent no list
+                                (keep the stored one)
+    ARGV[13] arg_topic_count    number of topics T in arg_topics (read by SLOWLOG and MONITOR
+                                readers only)
+    ARGV[14] arg_delete_absent  "1" = deleteTopicWithBrokerRegistration (drop this group's topics
+                                absent from the table)
+    ARGV[15] arg_want_kv        "1" = return the ORDER_TOPIC_CONFIG KV table
+    ARGV[16] arg_topics_sent    how many topics the broker's table held as sent (the single-topic
+                                guard counts those; topics nsfleet could not store are not among
+                                the T)
+    ARGV[17] arg_connection     the remoting connection registering ("<worker>:<n>"), or "" (HTTP)
+    ARGV[18] arg_mapping_count  number of static-topic mappings M in the table (in every mode; in
+                                "full" mode they are arg_mappings)
+    ARGV[19] arg_digest         digest of the topic table, mappings and
+                                deleteTopicWithBrokerRegistration as sent (of the chunk sent, for a
+                                5.x split registration: includes/tables.lua keeps the digests of
+                                the tables written, so an unchanged chunk costs O(1) like a whole
+                                table)
+    ARGV[20] arg_mode           "full": the whole registration in this call;
+                                "probe": T is 0 and the topics are not sent; the registration is
+                                applied only if it needs no per-topic work (see "Skipping the queue
+                                data" below), else the script answers {"full"} having written
+                                nothing;
+                                "head": the first call of a registration too big for one call
+                                (docs/architecture.md, "Bounded script time"): everything but the
+                                queue data, which register_topics.lua then writes in chunks before
+                                register_commit.lua records the table's digest; until then the
+                                registration record carries "pending", so an interrupted
+                                registration is redone in full by the next one
+    ARGV[21] arg_row_budget     the most queue rows one call may write or remove (L): a fenced
+                                newcomer's group cascade stops there (includes/cascade.lua); a
+                                "full" call whose deleteTopicWithBrokerRegistration may remove more
+                                answers {"chunk"} having written nothing
+    ARGV[22] arg_topics         the T topics, a line each: topic, readQueueNums, writeQueueNums,
+                                perm, topicSysFlag, tab-separated, the numbers as decimal strings
+                                (includes/queues.lua's TABLE_ROW)
+    ARGV[23] arg_mappings       the M static-topic mappings, a JSON array of arrays (topic, bname,
+                                TopicQueueMappingInfo JSON)
+    ARGV[24..] arg_filters        the F filter server addresses (the last ARGV items)
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, changed, kvFlag, k1, v1, k2, v2, ...}
       changed "1" when the registration changed the tables (a new broker, topic or value)

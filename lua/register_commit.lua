@@ -10,21 +10,22 @@
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kvns
     KEYS[3] P:idx:kv:ORDER_TOPIC_CONFIG
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterCommitArgs):
-    arg_cluster        clusterName
-    arg_addr           brokerAddr
-    arg_name           brokerName
-    arg_id             brokerId
-    arg_generation     the generation the head answered
-    arg_digest         digest of the table as sent
-    arg_want_kv        "1" = return the ORDER_TOPIC_CONFIG KV table
-    arg_epoch          the group's topicsEpoch the head answered plus every chunk's epochDelta
-    arg_synced         "1" = the chunks wrote every row as the table says (a forced write by a
-                       writer): recorded as "synced" (see register_broker.lua) and among the
-                       broker's tables (includes/tables.lua)
-    arg_added_epoch    the group's topicsEpoch the head answered plus the rows the chunks added:
-                       equal to arg_epoch when the chunks changed or removed no row, so the
-                       broker's other recorded tables still hold
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RegisterCommitArgs):
+    ARGV[1] arg_cluster        clusterName
+    ARGV[2] arg_addr           brokerAddr
+    ARGV[3] arg_name           brokerName
+    ARGV[4] arg_id             brokerId
+    ARGV[5] arg_generation     the generation the head answered
+    ARGV[6] arg_digest         digest of the table as sent
+    ARGV[7] arg_want_kv        "1" = return the ORDER_TOPIC_CONFIG KV table
+    ARGV[8] arg_epoch          the group's topicsEpoch the head answered plus every chunk's
+                               epochDelta
+    ARGV[9] arg_synced         "1" = the chunks wrote every row as the table says (a forced write by
+                               a writer): recorded as "synced" (see register_broker.lua) and among
+                               the broker's tables (includes/tables.lua)
+    ARGV[10] arg_added_epoch   the group's topicsEpoch the head answered plus the rows the chunks
+                               added: equal to arg_epoch when the chunks changed or removed no row,
+                               so the broker's other recorded tables still hold
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, "0", kvFlag, k1, v1, ...}
       (as register_broker.lua; "changed" is told by the head and the chunks)

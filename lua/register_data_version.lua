@@ -8,10 +8,10 @@
   O(1) per broker; a worker sends a bounded number of brokers per call.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}" (every other key is built from it, includes/keys.lua)
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterDataVersionArgs):
-    arg_brokers    every ARGV item, 5 per broker: clusterName, brokerAddr, generation (of the
-                   registration the memo was filled from), dataVersion counter, dataVersion
-                   timestamp
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RegisterDataVersionArgs):
+    ARGV[1..] arg_brokers    every ARGV item, 5 per broker: clusterName, brokerAddr, generation (of
+                             the registration the memo was filled from), dataVersion counter,
+                             dataVersion timestamp
   Output:
     {"ok", written}   written: how many brokers were written (the others were skipped)
 ]]

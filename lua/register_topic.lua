@@ -5,10 +5,10 @@
   written in order and writing stops at the first unknown group (earlier rows stick, as in Java).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterTopicArgs):
-    arg_topic     topic
-    arg_groups    the rest of ARGV, 5 items per group: brokerName, readQueueNums,
-                  writeQueueNums, perm, topicSysFlag
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RegisterTopicArgs):
+    ARGV[1] arg_topic     topic
+    ARGV[2..] arg_groups    the rest of ARGV, 5 items per group: brokerName, readQueueNums,
+                            writeQueueNums, perm, topicSysFlag
   Output:
     {"ok", written}
       written  number of queue data rows written

@@ -7,21 +7,21 @@
   later registration of the broker, or its removal, has taken over and the chunk writes nothing.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RegisterTopicsArgs):
-    arg_cluster        clusterName
-    arg_addr           brokerAddr
-    arg_name           brokerName
-    arg_generation     the generation the head answered
-    arg_force          "1" = write every topic, "0" = only topics missing their queue row
-    arg_clear_write    "1" = clear the write perm (a prime slave of an acting-master group)
-    arg_topics         topics, a line each: topic, readQueueNums, writeQueueNums, perm,
-                       topicSysFlag, tab-separated, the numbers as decimal strings
-                       (includes/queues.lua's TABLE_ROW)
-    arg_mappings       static-topic mappings, a JSON array of arrays (topic, bname,
-                       TopicQueueMappingInfo JSON)
-    arg_absent         topics whose queue data of this group goes, as a JSON array of topics
-    arg_fresh          "1" = the group had no queue data when the registration began (the
-                       head's fresh): rows are written without reading them first
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RegisterTopicsArgs):
+    ARGV[1] arg_cluster        clusterName
+    ARGV[2] arg_addr           brokerAddr
+    ARGV[3] arg_name           brokerName
+    ARGV[4] arg_generation     the generation the head answered
+    ARGV[5] arg_force          "1" = write every topic, "0" = only topics missing their queue row
+    ARGV[6] arg_clear_write    "1" = clear the write perm (a prime slave of an acting-master group)
+    ARGV[7] arg_topics         topics, a line each: topic, readQueueNums, writeQueueNums, perm,
+                               topicSysFlag, tab-separated, the numbers as decimal strings
+                               (includes/queues.lua's TABLE_ROW)
+    ARGV[8] arg_mappings       static-topic mappings, a JSON array of arrays (topic, bname,
+                               TopicQueueMappingInfo JSON)
+    ARGV[9] arg_absent         topics whose queue data of this group goes, as a JSON array of topics
+    ARGV[10] arg_fresh         "1" = the group had no queue data when the registration began (the
+                               head's fresh): rows are written without reading them first
   Output:
     {"ok", changed, epochDelta, added}   changed "1" when a table changed; epochDelta: how far
                       this call advanced the group's topicsEpoch (register_commit.lua checks that

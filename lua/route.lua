@@ -12,9 +12,9 @@
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     KEYS[2] P:idx:kv:ORDER_TOPIC_CONFIG
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, RouteArgs):
-    arg_topic         topic
-    arg_order_conf    "1" = include orderTopicConf (orderMessageEnable)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, RouteArgs):
+    ARGV[1] arg_topic         topic
+    ARGV[2] arg_order_conf    "1" = include orderTopicConf (orderMessageEnable)
   Output:
     {"none"} when no group serves the topic, else
     {"ok", orderTopicConf|"", mappings, names, rows, entries, ttls, filters}

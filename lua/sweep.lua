@@ -7,18 +7,18 @@
   worker closes their connections, as Java closes an expired broker's channel.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, SweepArgs):
-    arg_now_ms              "now" in epoch ms, or "" for the Redis server clock
-    arg_batch               batch size (max brokers removed by this call)
-    arg_guard_share         mass-expiry guard share (0 < s <= 1), or "0" = guard off: when more
-                            than 4 brokers are live and more than this share of them is due, only
-                            brokers overdue by more than arg_guard_max_hold_ms are removed; the
-                            others are held
-    arg_guard_max_hold_ms   the guard's bound in ms: no broker is held longer than this past its
-                            deadline
-    arg_row_budget          the most queue rows the cascades of this call remove; past it a
-                            removed group's topics are left to drain_cleanup.lua
-                            (includes/cascade.lua)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, SweepArgs):
+    ARGV[1] arg_now_ms              "now" in epoch ms, or "" for the Redis server clock
+    ARGV[2] arg_batch               batch size (max brokers removed by this call)
+    ARGV[3] arg_guard_share         mass-expiry guard share (0 < s <= 1), or "0" = guard off: when
+                                    more than 4 brokers are live and more than this share of them is
+                                    due, only brokers overdue by more than arg_guard_max_hold_ms are
+                                    removed; the others are held
+    ARGV[4] arg_guard_max_hold_ms   the guard's bound in ms: no broker is held longer than this past
+                                    its deadline
+    ARGV[5] arg_row_budget          the most queue rows the cascades of this call remove; past it a
+                                    removed group's topics are left to drain_cleanup.lua
+                                    (includes/cascade.lua)
   Output:
     {"ok", due, live, cleanup, cluster1, addr1, name1, cluster2, ...}
     {"held", due, live, cleanup, cluster1, addr1, name1, ...}   the guard held due brokers

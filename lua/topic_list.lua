@@ -6,9 +6,9 @@
   name, as Java's HashMap order is not reproducible).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicListArgs):
-    arg_mode       "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
-    arg_cluster    clusterName (mode "cluster" only)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, TopicListArgs):
+    ARGV[1] arg_mode       "cluster" | "unit" | "unit-sub" | "unit-sub-ununit"
+    ARGV[2] arg_cluster    clusterName (mode "cluster" only)
   Output:
     {"ok", topic1, topic2, ...}   the topics, unsorted
 ]]

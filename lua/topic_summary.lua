@@ -5,8 +5,8 @@
   number of topics per call so that it stays short.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, TopicSummaryArgs):
-    arg_topics    the topics (every ARGV item)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, TopicSummaryArgs):
+    ARGV[1..] arg_topics    the topics (every ARGV item)
   Output:
     {"ok", {topic, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
      brokerName, ...}}, ...}: one entry per topic, in arg_topics' order (no rows: the topic is

@@ -10,14 +10,14 @@
   presence key has expired, so its connections count as closed).
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, UnregisterBrokerArgs):
-    arg_cluster       clusterName
-    arg_addr          brokerAddr
-    arg_name          brokerName
-    arg_connection    "" = unregister unconditionally; else the connection "<worker>:<n>" that
-                      closed
-    arg_row_budget    the most queue rows the cascade removes in this call; past it the group's
-                      topics are left to drain_cleanup.lua (includes/cascade.lua)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, UnregisterBrokerArgs):
+    ARGV[1] arg_cluster       clusterName
+    ARGV[2] arg_addr          brokerAddr
+    ARGV[3] arg_name          brokerName
+    ARGV[4] arg_connection    "" = unregister unconditionally; else the connection "<worker>:<n>"
+                              that closed
+    ARGV[5] arg_row_budget    the most queue rows the cascade removes in this call; past it the
+                              group's topics are left to drain_cleanup.lua (includes/cascade.lua)
   Output:
     {"ok", "1"|"0", cleanup}  removed; "1" when its group went with it; cleanup "1" when queue
                               data is left for drain_cleanup.lua

@@ -7,11 +7,12 @@
   two calls leaves the rest unchanged, and the admin's command is repeated.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
-    ARGV, named arg_<name> (in this order; nsfleet/store/scripts.py, WritePermArgs):
-    arg_name      brokerName
-    arg_op        "wipe" | "add"
-    arg_cursor    SSCAN cursor: "0" for the first call, then the cursor the previous call answered
-    arg_count     how many topics to visit in this call (SSCAN COUNT)
+    ARGV[i], each read as the local arg_<name> (nsfleet/store/scripts.py, WritePermArgs):
+    ARGV[1] arg_name      brokerName
+    ARGV[2] arg_op        "wipe" | "add"
+    ARGV[3] arg_cursor    SSCAN cursor: "0" for the first call, then the cursor the previous call
+                          answered
+    ARGV[4] arg_count     how many topics to visit in this call (SSCAN COUNT)
   Output:
     {"ok", count, cursor}
       count  number of topics that have queue data for the group, whether or not the perm

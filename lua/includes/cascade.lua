@@ -5,6 +5,7 @@
 --- @include "group_routes"
 --- @include "group_ids"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
   (RouteInfoManager.unRegisterBroker + RouteInfoManager.cleanTopicByUnRegisterRequests):
   the live row, registration record (with its tables), deadline, connections and filter servers
@@ -23,7 +24,6 @@
   until the drain is done. Clearing a reduced group's write perm past the budget is likewise
   left to clear_write_perm.lua (P:idx:perm-clears).
   Cost: O(min(topics of the group, budget) + clusters).
-  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- A call's budget: `rows`, the queue rows its cascades may still remove or change inline, and

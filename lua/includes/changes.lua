@@ -1,6 +1,7 @@
 --- @include "rcall"
 --- @include "keys"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   Change announcements. Every script that changes route-visible state or the cluster tables (what
   GET_BROKER_CLUSTER_INFO and the topic list show) records the topics it touched
   and calls publish_changes once at the end: P:rev is bumped and "<rev> <topics|*>" is published
@@ -10,9 +11,8 @@
   a first registration: bench/storm_floor.py); the ETag is a digest of the route's body, and
   the workers learn which topics changed from this message. The message format is defined once, in
   nsfleet/store/change_feed.py, whose parser the workers use; this file writes its first three
-  forms. Uses KEYS[1] through keys.lua; takes no arguments. The topics touched are this call's
-  own record, kept here and changed only through the functions below. A script stays short (Redis
-  runs one at a time) by announcing a big group's topics as "*" (touch_group).
+  forms. The topics touched are this call's own record, kept here and changed only through the
+  functions below. A script stays short (Redis runs one at a time) by announcing a big group's topics as "*" (touch_group).
 ]]
 -- The topics touched, in order. A topic touched twice is named twice (the readers drop a cache
 -- entry per name): a set keyed by topic costs a storm more (bench/storm_floor.py).

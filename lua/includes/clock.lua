@@ -1,7 +1,7 @@
 --- @include "rcall"
 --[[
+  Input: no KEYS[i] and no ARGV[i]: its functions take what they use as arguments.
   The server's clock, and numbers as Redis takes them.
-  Takes no keys and no arguments.
 ]]
 
 -- Server clock in epoch milliseconds: every worker sees the same clock.

@@ -2,6 +2,7 @@
 --- @include "keys"
 --- @include "hmget"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   Group numbers. The route index P:idx:topic:<t> holds the groups serving a topic by number, not by
   brokerName, so Redis keeps it as an intset: in a registration storm a SADD of a number costs
   Redis less time than a SADD of a name, and the set less memory (bench/storm_floor.py). A group's
@@ -9,7 +10,7 @@
   P:idx:group-ids (brokerName -> number) and P:idx:group-names (number -> brokerName) keep it for
   good, so a group that comes back gets its number back. Sets written by builds before group
   numbers hold brokerNames: a member that P:idx:group-names does not know is read as a brokerName
-  (docs/helm.md, upgrading). Uses KEYS[1] through keys.lua and takes no arguments.
+  (docs/helm.md, upgrading).
 ]]
 
 -- This call's lookups, by brokerName (false: the group has no number).

@@ -1,6 +1,7 @@
 --- @include "rcall"
 --- @include "keys"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   What a route shows of each broker group, kept in one hash so that route.lua reads it for every
   group of a route in one HMGET (P:idx:route-groups, brokerName -> entry): the group's cluster,
   enableActingMaster and zoneName, then each member's id, address and the cluster it registered
@@ -14,7 +15,6 @@
   route.lua computes itself, and gets one at its next registration, the few-command path
   included. Whether any member has filter servers is kept apart, per member (P:idx:filtered, set
   in step 12 and by the cascade), since one address may be listed by more than one group.
-  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- Group `name`'s entry from its row, members and their clusters; nil when it has no row.

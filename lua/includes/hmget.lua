@@ -1,7 +1,7 @@
 --- @include "rcall"
 --[[
+  Input: no KEYS[i] and no ARGV[i]: its functions take what they use as arguments.
   HMGET of any number of fields.
-  Takes no keys and no arguments.
 ]]
 
 -- HMGET of `key` for any number of `fields`, in calls of at most 1000 (Lua's unpack limit).

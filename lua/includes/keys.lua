@@ -1,8 +1,8 @@
 --[[
+  Input: KEYS[1], the namespace prefix; no ARGV[i] (the scripts name their arguments).
   Key builders (mirror of nsfleet/store/keys.py; a test checks the two agree).
   Every key is the namespace prefix KEYS[1] ("nsfleet:{<ns>}") plus a suffix, so every key a
   script touches carries the namespace hash tag and lives in KEYS[1]'s cluster slot.
-  Reads KEYS[1] only; takes no arguments.
 ]]
 local P = KEYS[1]
 local function k_broker(cluster, addr) return P .. ':broker:' .. cluster .. ':' .. addr end

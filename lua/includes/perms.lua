@@ -1,6 +1,6 @@
 --[[
+  Input: no KEYS[i] and no ARGV[i]: its functions take what they use as arguments.
   Queue permissions (org.apache.rocketmq.common.constant.PermName).
-  Takes no keys and no arguments.
 ]]
 
 -- PermName.isWriteable (perm & PERM_WRITE) for any Java int, PERM_PRIORITY and negative values

@@ -5,6 +5,7 @@
 --- @include "changes"
 --- @include "group_ids"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   Queue data of one broker group, written from a registration's topic table (step 10 of
   RouteInfoManager.registerBroker), shared by register_broker.lua (a table written in one call)
   and register_topics.lua (one chunk of a big table). The table comes as one argument of text, a
@@ -12,7 +13,7 @@
   and cjson-decoding the same rows as JSON arrays (a table per row) cost a first registration more
   Redis time than reading the lines with string.gmatch (bench/storm_floor.py). A stored topic name
   holds no control character (nsfleet.domain.validation.unstorable_character), so tabs and
-  newlines cannot occur inside a field. Uses KEYS[1] through keys.lua and takes no arguments.
+  newlines cannot occur inside a field.
 ]]
 
 -- What a fresh group's row reads as (one table, not one per row).

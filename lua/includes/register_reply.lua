@@ -1,10 +1,10 @@
 --- @include "rcall"
 --- @include "keys"
 --[[
+  Input: KEYS[1] through keys.lua, KEYS[2] (P:idx:kvns) and KEYS[3]
+  (P:idx:kv:ORDER_TOPIC_CONFIG); no ARGV[i]: its functions take what they use as arguments.
   The answer to a registration (steps 13 and 14 of RouteInfoManager.registerBroker), shared by
   register_broker.lua and register_commit.lua.
-  Uses KEYS[1] through keys.lua, KEYS[2] (P:idx:kvns) and KEYS[3] (P:idx:kv:ORDER_TOPIC_CONFIG);
-  takes no arguments.
 ]]
 -- {"ok", masterAddr|"", haServerAddr|"", generation, changed, kvFlag, k1, v1, ...}
 local function register_reply(cluster, name, id, generation, changed, want_kv)

@@ -1,6 +1,7 @@
 --- @include "rcall"
 --- @include "keys"
 --[[
+  Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   The topic tables a broker's registrations wrote as they say (P:idx:tables:<cluster>:<addr>):
   the digests of whole tables and of the chunks of a split registration (5.x
   enableSplitRegistration: every chunk carries a new DataVersion and only part of the table), so
@@ -8,7 +9,6 @@
   does (register_broker.lua). A recorded table holds while no queue row of the group changed
   since it was written: the set is valid while the registration record's topicsEpoch is the
   group's. Shared by register_broker.lua and register_commit.lua.
-  Uses KEYS[1] through keys.lua and takes no arguments.
 ]]
 
 -- A bound on the digests kept: chunk boundaries move when a broker adds or removes a topic, and

@@ -93,8 +93,11 @@ def test_every_script_is_complete_and_documented(name: str) -> None:
     body = text[text.index("]]"):]
     for used in set(re.findall(r"KEYS\[(\d+)\]", body)):
         assert re.search(rf"KEYS\[{used}\]", header), (name, used)
-    # ARGV is read by name only, through the locals generated from Python.
-    assert "ARGV" not in body.replace(scripts.args_prelude(name), ""), name
+    # ARGV is read by name only, through the locals generated from Python (the includes'
+    # comments may say so).
+    code = re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", body.replace(scripts.args_prelude(name), ""),
+                  flags=re.DOTALL)
+    assert "ARGV" not in code, name
 
 
 @pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
@@ -104,7 +107,12 @@ def test_python_and_lua_agree_on_the_arguments(name: str) -> None:
     fields = scripts.ARGS[name]._fields  # type: ignore[attr-defined]
     text = (scripts.lua_dir() / f"{name}.lua").read_text()
     header = text[:text.index("]]")]
-    assert re.findall(r"^ {4}arg_(\w+) ", header, re.MULTILINE) == list(fields), name
+    listed = re.findall(r"^ {4}ARGV\[(\d+)(\.\.)?\] arg_(\w+)\b", header, re.MULTILINE)
+    assert [f for _, _, f in listed] == list(fields), name
+    assert [int(i) for i, _, _ in listed] == list(range(1, len(fields) + 1)), name
+    # A list argument takes the rest of ARGV: ARGV[n..].
+    assert [f for _, rest, f in listed if rest] == (list(fields[-1:]) if name in scripts.REST
+                                                    else []), name
     if fields:
         assert f"nsfleet/store/scripts.py, {scripts.ARGS[name].__name__}):" in header, name
     code = re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", text, flags=re.DOTALL)
