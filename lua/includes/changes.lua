@@ -12,7 +12,8 @@
   the workers learn which topics changed from this message. The message format is defined once, in
   nsfleet/store/change_feed.py, whose parser the workers use; this file writes its first three
   forms. The topics touched are this call's own record, kept here and changed only through the
-  functions below. A script stays short (Redis runs one at a time) by announcing a big group's topics as "*" (touch_group).
+  functions below. A script stays short (Redis runs one at a time) by announcing a big group's
+  topics as "*" (touch_group).
 ]]
 -- The topics touched, in order. A topic touched twice is named twice (the readers drop a cache
 -- entry per name): a set keyed by topic costs a storm more (bench/storm_floor.py).
