@@ -34,13 +34,13 @@ class WorkerProcess:
     def start(self, timeout: float = 20.0) -> WorkerProcess:
         """Start and wait until ready. A port ``free_port`` chose can be taken before the worker
         binds it (another process of the test, an outgoing connection): the worker then exits
-        naming it, and is started again on new ports (read ``url`` and ``remoting_port`` after
-        this returns)."""
+        naming it (or failing to bind it), and is started again on new ports (read ``url`` and
+        ``remoting_port`` after this returns)."""
         for _ in range(2):
             try:
                 return self._start_once(timeout)
             except RuntimeError as exc:
-                if "is taken" not in str(exc):
+                if "is taken" not in str(exc) and "address already in use" not in str(exc):
                     raise
                 self.http_port, self.remoting_port = free_port(), free_port()
         return self._start_once(timeout)

@@ -40,6 +40,7 @@ async def script_commands(store: RouteStore, call: Callable[[], Awaitable[Any]])
     monitor_client = aioredis.Redis(host=kw["host"], port=kw["port"], decode_responses=True)
     marker = "nsfleet-cost-test-marker"
     commands: list[list[str]] = []
+    ours = False  # the script running is this store's (the session's Redis is shared)
     async with monitor_client.monitor() as monitor:
         await call()
         await store.redis.echo(marker)
@@ -47,7 +48,11 @@ async def script_commands(store: RouteStore, call: Callable[[], Awaitable[Any]])
             cmd = await monitor.next_command()
             if marker in cmd["command"]:
                 break
-            if cmd["client_type"] == "lua":
+            if cmd["client_type"] != "lua":
+                # A script's commands follow its EVALSHA; its KEYS[1] is the namespace prefix.
+                words = cmd["command"].split(" ")
+                ours = len(words) > 3 and words[3].startswith(store.keys.prefix)
+            elif ours:
                 parts = cmd["command"].split(" ")
                 commands.append([parts[0].upper(), parts[1] if len(parts) > 1 else ""])
     await monitor_client.aclose()
