@@ -113,16 +113,17 @@ class RouteReads(ServicePart):
 
     async def unit_topics(self) -> list[str]:
         self._check_list("enableTopicList")
-        return await self._topics("unit_topics", self._store.unit_topics)
+        return await self._topics("unit_topics", lambda: self._store.topic_list("unit"))
 
     async def has_unit_sub_topics(self) -> list[str]:
         self._check_list("enableTopicList")
-        return await self._topics("has_unit_sub_topics", self._store.has_unit_sub_topics)
+        return await self._topics("has_unit_sub_topics",
+                                  lambda: self._store.topic_list("unit-sub"))
 
     async def has_unit_sub_ununit_topics(self) -> list[str]:
         self._check_list("enableTopicList")
         return await self._topics("has_unit_sub_ununit_topics",
-                                  self._store.has_unit_sub_ununit_topics)
+                                  lambda: self._store.topic_list("unit-sub-ununit"))
 
     async def topics_by_cluster(self, cluster: str | None) -> list[str]:
         self._check_list("enableTopicList")
@@ -130,7 +131,7 @@ class RouteReads(ServicePart):
             return []  # a cluster name no registration accepts has no topics
         assert cluster is not None
         return await self._topics(f"cluster:{cluster}",
-                                  lambda: self._store.topics_by_cluster(cluster))
+                                  lambda: self._store.topic_list("cluster", cluster))
 
     async def _topics(self, name: str, read: Callable[[], Awaitable[list[str]]]) -> list[str]:
         """A topic list, answered from the last coherent view while the store is away."""

@@ -11,7 +11,7 @@ from nsfleet.domain import validation
 from nsfleet.store import scripts
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
-from nsfleet.store.script_calls import ScriptCaller
+from nsfleet.store.script_calls import ScriptCalls
 
 
 @dataclass(slots=True)
@@ -23,16 +23,20 @@ class SweepResult:
 
 
 @translating_redis_errors
-class Departures(ScriptCaller):
+class Departures:
+    def __init__(self, calls: ScriptCalls) -> None:
+        self._calls = calls
+        self._keys = calls.keys
+
     async def drain_cleanups(self, only: str | None = None) -> int:
         """Finish what cascades left to do in chunks: delete the queue rows of removed groups
         (P:idx:cleanups) and clear the write perm of acting-master groups that lost their master
         (P:idx:perm-clears); only group ``only``'s when given. ``chunk_rows`` rows per call;
         returns how many rows were deleted or changed. The sweep calls it too, so the work of a
         worker that died half-way is finished."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.smembers(self.keys.cleanups)
-        pipe.hkeys(self.keys.perm_clears)
+        pipe = self._calls.redis.pipeline(transaction=False)
+        pipe.smembers(self._keys.cleanups)
+        pipe.hkeys(self._keys.perm_clears)
         cleanups, perm_clears = await pipe.execute()
         if only is not None:
             # A caller waits for its own group's rows, not for every group a mass departure
@@ -42,14 +46,14 @@ class Departures(ScriptCaller):
         for name in sorted(cleanups):
             left = 1
             while left:
-                _, (count, left) = await self._call(
-                    "drain_cleanup", scripts.DrainCleanupArgs(name, self.chunk_rows))
+                _, (count, left) = await self._calls.call(
+                    "drain_cleanup", scripts.DrainCleanupArgs(name, self._calls.chunk_rows))
                 done += int(count)
         for name in sorted(perm_clears):
             more = "1"
             while more == "1":
-                _, (count, more) = await self._call(
-                    "clear_write_perm", scripts.ClearWritePermArgs(name, self.chunk_rows))
+                _, (count, more) = await self._calls.call(
+                    "clear_write_perm", scripts.ClearWritePermArgs(name, self._calls.chunk_rows))
                 done += int(count)
         return done
 
@@ -62,9 +66,9 @@ class Departures(ScriptCaller):
         validation.name(cluster, "clusterName")
         validation.addr(addr)
         validation.name(name, "brokerName")
-        status, rest = await self._call(
+        status, rest = await self._calls.call(
             "unregister_broker", scripts.UnregisterBrokerArgs(
-                cluster, addr, name, closed_connection or "", self.chunk_rows))
+                cluster, addr, name, closed_connection or "", self._calls.chunk_rows))
         if status is Status.KEPT:
             return -1
         if rest[1] == "1" and drain:
@@ -77,9 +81,9 @@ class Departures(ScriptCaller):
         Redis clock). With ``guard_share`` > 0, a sweep that would expire more than that share
         of the live brokers holds them, but never longer than ``guard_max_hold_ms`` past their
         deadline."""
-        status, (due, live, cleanup, *flat) = await self._call(
+        status, (due, live, cleanup, *flat) = await self._calls.call(
             "sweep", scripts.SweepArgs("" if now_ms is None else now_ms, batch, guard_share,
-                                   guard_max_hold_ms, self.chunk_rows))
+                                   guard_max_hold_ms, self._calls.chunk_rows))
         removed = [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
         if cleanup == "1":
             await self.drain_cleanups()

@@ -26,7 +26,7 @@ from nsfleet.store.departures import Departures
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
-from nsfleet.store.script_calls import flag, json_arg, pairs, table_arg
+from nsfleet.store.script_calls import ScriptCalls, flag, json_arg, pairs, table_arg
 from nsfleet.store.unchanged_chunks import Pending, UnchangedChunks
 
 # A queue row as the scripts take it: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
@@ -44,13 +44,19 @@ OFF_LOOP_TOPICS = 500
 
 
 @translating_redis_errors
-class Registering(Departures):
-    # Registrations of at least this many topics are first offered as a digest.
-    probe_min_topics: int = PROBE_MIN_TOPICS
-    # Validated and encoded tables by the identity of the (immutable) table sent.
-    _tables: BoundedMemo[tuple[Any, ...]]
-    # Registrations proven unchanged, which answer the rest of a split round without Redis.
-    unchanged_chunks: UnchangedChunks
+class BrokerRegistrar:
+    def __init__(self, calls: ScriptCalls, departures: Departures, *,
+                 probe_min_topics: int = PROBE_MIN_TOPICS) -> None:
+        """``departures`` drains what a removed group left before its name registers again;
+        registrations of at least ``probe_min_topics`` topics are first offered as a digest."""
+        self._calls = calls
+        self._keys = calls.keys
+        self._departures = departures
+        self.probe_min_topics = probe_min_topics
+        # Validated and encoded tables by the identity of the (immutable) table sent.
+        self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
+        # Registrations proven unchanged, which answer the rest of a split round without Redis.
+        self.unchanged_chunks = UnchangedChunks(self._write_data_versions)
 
     def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
                        ) -> tuple[list[Row], list[list[Any]], list[bytes], list[bytes], str]:
@@ -79,7 +85,7 @@ class Registering(Departures):
                  d(tc.write_queue_nums) or str(tc.write_queue_nums),
                  d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
                 for tc in reg.topic_configs]
-        n = self.chunk_rows
+        n = self._calls.chunk_rows
         topic_chunks = [table_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
@@ -118,7 +124,7 @@ class Registering(Departures):
                 topic_count=len(rows) if full else 0, delete_absent=flag(delete_absent_topics),
                 want_kv=flag(return_order_conf), topics_sent=reg.topics_sent,
                 connection=connection or "", mapping_count=len(mappings), digest=digest,
-                mode=mode, row_budget=self.chunk_rows,
+                mode=mode, row_budget=self._calls.chunk_rows,
                 topics=topic_chunks[0] if full and topic_chunks else "",
                 mappings=mapping_chunks[0] if full and mapping_chunks else "[]",
                 filters=filters or ())
@@ -135,18 +141,18 @@ class Registering(Departures):
             return remembered
         memo.written_now(key)  # this call writes its own DataVersion
         ticket = memo.ticket()
-        keys = [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)]
+        keys = [self._keys.kv_namespaces, self._keys.kv_table(ORDER_TOPIC_CONFIG)]
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
         # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
         # in one call when it is small, else in chunks (``_register_in_chunks``).
-        chunked = len(rows) + len(mappings) > self.chunk_rows
+        chunked = len(rows) + len(mappings) > self._calls.chunk_rows
         mode = "probe" if chunked or len(rows) >= self.probe_min_topics else "full"
         for _ in range(5):  # "drain" answers are followed by a drain, then a retry
             if mode == "full" and chunked:
                 mode = "head"
-            status, rest = await self._call("register_broker", args(mode), keys)
+            status, rest = await self._calls.call("register_broker", args(mode), keys)
             if status is Status.DRAIN:
-                await self.drain_cleanups(only=reg.name)
+                await self._departures.drain_cleanups(only=reg.name)
                 continue
             if status is Status.FULL or status is Status.CHUNK:
                 mode = "head" if status is Status.CHUNK else "full"
@@ -158,7 +164,7 @@ class Registering(Departures):
                 reg, rest, rows, topic_chunks, mapping_chunks, digest, delete_absent_topics,
                 return_order_conf)
         if status is Status.FENCED:
-            await self.drain_cleanups(only=reg.name)
+            await self._departures.drain_cleanups(only=reg.name)
             return RegisterResult(fenced=True, dropped_topics=reg.dropped_topics)
         result = _registered(reg, status, rest, changed)
         # A probe answered "ok" needed no per-topic work; announcing nothing, it left the
@@ -174,7 +180,7 @@ class Registering(Departures):
     async def _write_data_versions(self, pending: list[Pending]) -> int:
         """register_data_version.lua for the memo's pending DataVersions; how many were
         written (the others' registrations were superseded or removed)."""
-        _, (written,) = await self._call(
+        _, (written,) = await self._calls.call(
             "register_data_version",
             scripts.RegisterDataVersionArgs([v for broker in pending for v in broker]))
         return int(written)
@@ -208,11 +214,11 @@ class Registering(Departures):
         # recorded tables valid, lua/includes/tables.lua).
         added_epoch = int(epoch)
         if writer == "1":
-            n = self.chunk_rows
+            n = self._calls.chunk_rows
             calls = [chunk(text, "[]", "[]", fresh) for text in topic_chunks]
             calls += [chunk("", text, "[]", fresh) for text in mapping_chunks]
             # A "stale" chunk: a newer registration of the broker, or its removal, took over.
-            for status, rest in await self._call_many("register_topics", calls,
+            for status, rest in await self._calls.call_many("register_topics", calls,
                                                       stop_on=Status.STALE):
                 stale = stale or status is Status.STALE
                 if status is Status.OK:
@@ -221,22 +227,22 @@ class Registering(Departures):
                     added_epoch += int(rest[2])
             if delete_absent and not stale:
                 incoming = {r[0] for r in rows}
-                absent = [t async for t in self.redis.sscan_iter(
-                    self.keys.broker_topics(reg.name), count=1000) if t not in incoming]
+                absent = [t async for t in self._calls.redis.sscan_iter(
+                    self._keys.broker_topics(reg.name), count=1000) if t not in incoming]
                 absent = sorted(set(absent))  # SSCAN may return a member twice
                 calls = [chunk("", "[]", json_arg(absent[i:i + n]), "0")
                          for i in range(0, len(absent), n)]
-                for status, rest in await self._call_many("register_topics", calls,
+                for status, rest in await self._calls.call_many("register_topics", calls,
                                                           stop_on=Status.STALE):
                     if status is Status.OK:
                         changed = changed or rest[0] == "1"
                         expected_epoch += int(rest[1])
-        _, rest = await self._call(
+        _, rest = await self._calls.call(
             "register_commit",
             scripts.RegisterCommitArgs(reg.cluster, reg.addr, reg.name, reg.broker_id, generation,
                                    digest, flag(return_order_conf), expected_epoch,
                                    flag(force == "1" and writer == "1"), added_epoch),
-            [self.keys.kv_namespaces, self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+            [self._keys.kv_namespaces, self._keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
 
 

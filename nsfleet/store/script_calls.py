@@ -1,7 +1,7 @@
 """Calling the Lua scripts of ``lua/``: loaded once, run with the namespace prefix in KEYS[1],
 timed, acknowledged by replicas when asked (WAIT), their replies decoded (``replies``), and the
-bounded fan-out of chunked operations (``_call_many``). The base of every part of the route
-store."""
+bounded fan-out of chunked operations (``call_many``). One ``ScriptCalls`` per store, shared by
+every part of it (``route_store``): the parts hold it, none inherits from it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from nsfleet.domain import validation
 from nsfleet.domain.errors import ReplicaAcksMissing
 from nsfleet.store import scripts
 from nsfleet.store.keys import Keys
+from nsfleet.store.redis_errors import translated
 from nsfleet.store.replies import Reply, Status, decode
 
 RedisClient = Redis | RedisCluster
@@ -61,7 +62,10 @@ def member_addrs(flat: Sequence[str]) -> dict[int, str]:
     return {int(k): v for k, v in pairs(flat).items()}
 
 
-class ScriptCaller:
+class ScriptCalls:
+    """The scripts of one namespace, called with its prefix; the Redis client and the limits
+    every part of the store shares (``chunk_rows``, replica acknowledgements)."""
+
     def __init__(self, redis: RedisClient, namespace: str, *,
                  on_script: Callable[[str, float], None] | None, chunk_rows: int,
                  replica_acks: int, replica_ack_timeout_ms: int) -> None:
@@ -81,12 +85,13 @@ class ScriptCaller:
             name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
         }
 
-    async def load_scripts(self) -> None:
+    @translated
+    async def load(self) -> None:
         """SCRIPT LOAD every script, so the first real call is a plain EVALSHA."""
         for script in self._scripts.values():
             script.sha = await self.redis.script_load(script.script)
 
-    async def _call(self, name: str, args: tuple[Any, ...],
+    async def call(self, name: str, args: tuple[Any, ...],
                     keys: Sequence[str] = ()) -> Reply:
         """Run a script with ``args``, its NamedTuple (``scripts.ARGS``); its reply, decoded
         (``replies.decode``)."""
@@ -113,7 +118,7 @@ class ScriptCaller:
             raise ReplicaAcksMissing(int(acks), self.replica_acks, self.replica_ack_timeout_ms)
         return result
 
-    async def _call_many(self, name: str, calls: Sequence[tuple[Any, ...]], *,
+    async def call_many(self, name: str, calls: Sequence[tuple[Any, ...]], *,
                          stop_on: Status | None = None) -> list[Reply]:
         """Run a script once per arguments in ``calls`` (calls independent of each other), at most
         CALLS_IN_FLIGHT at a time, each on its own connection, until a call answers
@@ -134,7 +139,7 @@ class ScriptCaller:
                 if stopped:
                     return
                 async with self._chunk_slots:
-                    replies[i] = await self._call(name, args)
+                    replies[i] = await self.call(name, args)
                 stopped = stopped or replies[i].status is stop_on
 
         await asyncio.gather(*(worker() for _ in range(min(CALLS_IN_FLIGHT, len(calls)))))

@@ -10,7 +10,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from redis.asyncio.cluster import RedisCluster
@@ -32,7 +32,7 @@ from nsfleet.store import scripts
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
-from nsfleet.store.script_calls import ScriptCaller, flag, member_addrs, pairs
+from nsfleet.store.script_calls import ScriptCalls, flag, member_addrs, pairs
 
 
 class RouteRead(msgspec.Struct, gc=False):
@@ -53,6 +53,7 @@ class ViewMarker:
     rev: int
 
 
+TopicListMode = Literal["cluster", "unit", "unit-sub", "unit-sub-ununit"]
 # The members of route.lua's group entries (lua/includes/group_routes.lua), found as route.lua's
 # own pattern finds them, so that its PTTLs, one per member found, line up with them.
 _MEMBER = re.compile(r"\n([^\t]*)\t([^\t]*)\t[^\n]*")
@@ -64,26 +65,30 @@ def _run_id(info: Any) -> str:
 
 
 @translating_redis_errors
-class TableReads(ScriptCaller):
+class TableReads:
+    def __init__(self, calls: ScriptCalls) -> None:
+        self._calls = calls
+        self._keys = calls.keys
+
     async def live_count_by_cluster(self) -> dict[str, int]:
         """How many brokers of each cluster are before their deadline (Redis clock)."""
-        seconds, micros = await self.redis.time()
-        members = await self.redis.zrangebyscore(self.keys.deadlines,
+        seconds, micros = await self._calls.redis.time()
+        members = await self._calls.redis.zrangebyscore(self._keys.deadlines,
                                                  f"({seconds * 1000 + micros // 1000}", "+inf")
         return dict(Counter(m.split("\t", 1)[0] for m in members))
 
     async def live_brokers(self) -> list[LiveBroker]:
         """Every broker in the deadline set whose row is still live (admin broker-list)."""
-        members = await self.redis.zrange(self.keys.deadlines, 0, -1)
+        members = await self._calls.redis.zrange(self._keys.deadlines, 0, -1)
         fields = ("cluster", "brokerAddr", "brokerName", "brokerId", "haServerAddr",
                   "lastUpdateTimestamp", "heartbeatTimeoutMillis", "dataVersionCounter",
                   "dataVersionTimestamp", "stateVersion", "zoneName")
         out: list[LiveBroker] = []
         for i in range(0, len(members), 500):
-            pipe = self.redis.pipeline(transaction=False)
+            pipe = self._calls.redis.pipeline(transaction=False)
             for m in members[i:i + 500]:
                 cluster, addr = m.split("\t", 1)
-                pipe.hmget(self.keys.broker(cluster, addr), fields)
+                pipe.hmget(self._keys.broker(cluster, addr), fields)
             for row in await pipe.execute():
                 if row[0] is None:
                     continue
@@ -97,8 +102,8 @@ class TableReads(ScriptCaller):
         route.lua reads the parts in one round trip; they are put together here, in the worker,
         as the script's header describes (workers scale out, Redis does not)."""
         validation.route_topic(topic)
-        status, rest = await self._call("route", scripts.RouteArgs(topic, flag(order_conf)),
-                                        [self.keys.kv_table(ORDER_TOPIC_CONFIG)])
+        status, rest = await self._calls.call("route", scripts.RouteArgs(topic, flag(order_conf)),
+                                        [self._keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status is Status.NONE:
             return None
         order_topic_conf, mappings, names, rows, entries, ttls, filters = rest
@@ -139,22 +144,23 @@ class TableReads(ScriptCaller):
         return RouteRead(route, min_ttl)
 
     async def rev(self) -> int:
-        return int(await self.redis.get(self.keys.rev) or 0)
+        return int(await self._calls.redis.get(self._keys.rev) or 0)
 
     async def view_marker(self) -> ViewMarker:
         """The server and change counter now (see ViewMarker). The process id is read before
         and after the counter, so a restart in between never passes for the same server. A
         server that refuses INFO (some managed services; fakeredis) is known by the counter
         alone."""
-        if isinstance(self.redis, RedisCluster):
-            node = self.redis.get_node_from_key(self.keys.rev)
-            before = await self._run_id(self.redis.info("server", target_nodes=node))
-            rev = await self.redis.get(self.keys.rev)
-            after = await self._run_id(self.redis.info("server", target_nodes=node))
+        redis = self._calls.redis
+        if isinstance(redis, RedisCluster):
+            node = redis.get_node_from_key(self._keys.rev)
+            before = await self._run_id(redis.info("server", target_nodes=node))
+            rev = await redis.get(self._keys.rev)
+            after = await self._run_id(redis.info("server", target_nodes=node))
         else:
-            pipe = self.redis.pipeline(transaction=False)
+            pipe = redis.pipeline(transaction=False)
             pipe.info("server")
-            pipe.get(self.keys.rev)
+            pipe.get(self._keys.rev)
             pipe.info("server")
             first, rev, last = await pipe.execute(raise_on_error=False)
             if isinstance(rev, Exception):
@@ -172,7 +178,7 @@ class TableReads(ScriptCaller):
             return _run_id(exc)
 
     async def cluster_info(self) -> ClusterInfo:
-        _, (clusters, groups) = await self._call("cluster_info", scripts.ClusterInfoArgs())
+        _, (clusters, groups) = await self._calls.call("cluster_info", scripts.ClusterInfoArgs())
         info = ClusterInfo()
         for i in range(0, len(clusters), 2):
             info.cluster_addr_table[clusters[i]] = sorted(clusters[i + 1])
@@ -184,7 +190,7 @@ class TableReads(ScriptCaller):
     async def broker_member_group(self, cluster: str, name: str) -> BrokerData:
         """GET_BROKER_MEMBER_GROUP: looked up by brokerName; clusterName is only echoed."""
         validation.name(name, "brokerName")
-        flat = await self.redis.hgetall(self.keys.members(name))
+        flat = await self._calls.redis.hgetall(self._keys.members(name))
         return BrokerData(cluster, name, {int(k): v for k, v in flat.items()})
 
     async def system_topic_list(self) -> tuple[list[str], str | None]:
@@ -196,20 +202,10 @@ class TableReads(ScriptCaller):
         return topics, addr
 
     async def all_topics(self) -> list[str]:
-        return sorted(await self.redis.smembers(self.keys.topics))
+        return sorted(await self._calls.redis.smembers(self._keys.topics))
 
-    async def _topic_list(self, mode: str, cluster: str = "") -> list[str]:
-        _, topics = await self._call("topic_list", scripts.TopicListArgs(mode, cluster))
+    async def topic_list(self, mode: TopicListMode, cluster: str = "") -> list[str]:
+        """The topics of ``cluster`` ("cluster"), or those whose first queue data carries the
+        unit flags of ``mode`` (GET_UNIT_TOPIC_LIST and the two HAS_UNIT_SUB lists)."""
+        _, topics = await self._calls.call("topic_list", scripts.TopicListArgs(mode, cluster))
         return sorted(topics)
-
-    async def topics_by_cluster(self, cluster: str) -> list[str]:
-        return await self._topic_list("cluster", cluster)
-
-    async def unit_topics(self) -> list[str]:
-        return await self._topic_list("unit")
-
-    async def has_unit_sub_topics(self) -> list[str]:
-        return await self._topic_list("unit-sub")
-
-    async def has_unit_sub_ununit_topics(self) -> list[str]:
-        return await self._topic_list("unit-sub-ununit")

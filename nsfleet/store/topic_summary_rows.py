@@ -7,19 +7,15 @@ one HMGET round trip per row would cost ~25 µs of redis-py each, half a second 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 
 from nsfleet.store import scripts
-from nsfleet.store.keys import ORDER_TOPIC_CONFIG, Keys
+from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
+from nsfleet.store.script_calls import ScriptCalls
 
 TOPICS_PER_CALL = 100  # ~200 rows: 1-3 ms of Redis time a call (measured, 2 groups a topic)
-CallMany = Callable[[str, Sequence[tuple[Any, ...]]], Awaitable[list[tuple[str, list[Any]]]]]
 QueueRow = tuple[str, int, int, int, int]  # brokerName, read, write, perm, topicSysFlag
 
 
@@ -40,15 +36,12 @@ class SummaryIndex:
 
 @translating_redis_errors
 class TopicSummaryRows:
-    def __init__(self, redis: Redis | RedisCluster, keys: Keys, call_many: CallMany) -> None:
-        """``call_many(script, arguments of each call)``: RouteStore's bounded script calls."""
-        self.redis = redis
-        self.keys = keys
-        self._call_many = call_many
+    def __init__(self, calls: ScriptCalls) -> None:
+        self._calls = calls
 
     async def index(self) -> SummaryIndex:
-        k = self.keys
-        pipe = self.redis.pipeline(transaction=False)
+        k, redis = self._calls.keys, self._calls.redis
+        pipe = redis.pipeline(transaction=False)
         pipe.smembers(k.topics)
         pipe.smembers(k.clusters)
         pipe.hgetall(k.kv_table(ORDER_TOPIC_CONFIG))
@@ -56,7 +49,7 @@ class TopicSummaryRows:
         topics = sorted(topic_set)
         member_sets: list[set[str]] = []
         if clusters:
-            pipe = self.redis.pipeline(transaction=False)
+            pipe = redis.pipeline(transaction=False)
             for cluster in clusters:
                 pipe.smembers(k.cluster(cluster))
             member_sets = await pipe.execute()
@@ -67,7 +60,7 @@ class TopicSummaryRows:
         calls = [scripts.TopicSummaryArgs(topics[i:i + TOPICS_PER_CALL])
                  for i in range(0, len(topics), TOPICS_PER_CALL)]
         out: list[TopicRows] = []
-        for _, entries in await self._call_many("topic_summary", calls):
+        for _, entries in await self._calls.call_many("topic_summary", calls):
             for topic, flat in entries:
                 queues = [(flat[i], int(flat[i + 1]), int(flat[i + 2]), int(flat[i + 3]),
                            int(flat[i + 4])) for i in range(0, len(flat), 5)]

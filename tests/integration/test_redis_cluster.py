@@ -82,7 +82,7 @@ async def test_route_store_runs_on_a_cluster(cluster: RedisCluster) -> None:
     info = await store.cluster_info()
     assert info.cluster_addr_table == {"c1": ["broker-a"]}
     assert await store.all_topics() == ["T1", "T2"]
-    assert await store.topics_by_cluster("c1") == ["T1", "T2"]
+    assert await store.topic_list("cluster", "c1") == ["T1", "T2"]
     assert await store.heartbeat("c1", MASTER.addr)
     assert await store.query_data_version("c1", MASTER.addr, MASTER.data_version) == (
         False, MASTER.data_version)

@@ -155,7 +155,7 @@ async def test_concurrent_brokers_leave_a_consistent_state(redis_server: RedisSe
     assert shared is not None
     assert [d.broker_name for d in shared.route.broker_datas] == sorted(b.name for b in alive)
     for cluster in ("c0", "c1", "c2"):
-        assert await store.topics_by_cluster(cluster) == sorted(
+        assert await store.topic_list("cluster", cluster) == sorted(
             {t for b in alive if b.cluster == cluster for t in b.topics})
     assert sorted(lb.broker_name for lb in await store.live_brokers()) == sorted(
         b.name for b in alive)

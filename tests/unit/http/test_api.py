@@ -280,8 +280,8 @@ async def test_redis_down_is_503(client: TestClient, http_store: RouteStore) -> 
     await http_store.redis.connection_pool.disconnect()
     http_store.redis.connection_pool.connection_kwargs["server"] = None  # type: ignore[index]
     broken = aioredis.Redis(host="127.0.0.1", port=1, decode_responses=True)
-    http_store.redis = broken
-    for s in http_store._scripts.values():
+    http_store.calls.redis = broken
+    for s in http_store.calls._scripts.values():
         s.registered_client = broken
     body = await _json(await client.get("/v1/cluster-info"), 503)
     assert body["code"] == 503 and "Redis unavailable" in body["error"]

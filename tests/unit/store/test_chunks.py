@@ -40,25 +40,25 @@ async def store(any_redis: aioredis.Redis) -> RouteStore:
 def record(store: RouteStore) -> list[str]:
     """Names of the script calls the store makes from now on."""
     seen: list[str] = []
-    call = store._call
+    call = store.calls.call
 
     async def recording_call(name: str, args: Any = (), keys: Any = ()) -> Any:
         seen.append(name)
         return await call(name, args, keys)
 
-    store._call = recording_call  # type: ignore[method-assign]
+    store.calls.call = recording_call  # type: ignore[method-assign]
     return seen
 
 
 def die_after(store: RouteStore, chunks: int) -> None:
     """The next chunked operation runs ``chunks`` chunk calls, then the worker dies."""
-    many = store._call_many
+    many = store.calls.call_many
 
     async def dying(name: str, calls: Any, **kwargs: Any) -> Any:
         await many(name, calls[:chunks], **kwargs)
         raise Killed
 
-    store._call_many = dying  # type: ignore[method-assign]
+    store.calls.call_many = dying  # type: ignore[method-assign]
 
 
 async def read_queue_nums(store: RouteStore, topic: str) -> int | None:
@@ -120,7 +120,7 @@ async def test_a_row_changed_between_chunks_is_rewritten_by_the_next_data_versio
     """Another writer changes a row of the group while a registration's chunks run: the
     commit records no epoch, so the next registration, same table under a new DataVersion,
     rewrites every row instead of trusting the chunks."""
-    many = store._call_many
+    many = store.calls.call_many
 
     async def interleaved(name: str, calls: Any, **kwargs: Any) -> Any:
         replies = await many(name, calls[:after], **kwargs)
@@ -128,9 +128,9 @@ async def test_a_row_changed_between_chunks_is_rewritten_by_the_next_data_versio
         assert await store.register_topic("T0", [QueueData("g", 1, 1, 4)]) == 1
         return replies + await many(name, calls[after:], **kwargs)
 
-    store._call_many = interleaved  # type: ignore[method-assign]
+    store.calls.call_many = interleaved  # type: ignore[method-assign]
     await store.register_broker(MASTER)
-    store._call_many = many  # type: ignore[method-assign]
+    store.calls.call_many = many  # type: ignore[method-assign]
     seen = record(store)
     await store.register_broker(replace(MASTER, data_version=DataVersion(2, 101)))
     assert "register_topics" in seen
@@ -198,7 +198,7 @@ async def test_a_chunk_of_a_superseded_registration_writes_nothing(store: RouteS
     """Another registration of the broker (or its removal) between two chunks: later chunks of
     the first one write nothing."""
     await store.register_broker(MASTER)
-    many = store._call_many
+    many = store.calls.call_many
 
     async def unregistered_meanwhile(name: str, calls: Any, **kwargs: Any) -> Any:
         first = await many(name, calls[:1], **kwargs)
@@ -206,7 +206,7 @@ async def test_a_chunk_of_a_superseded_registration_writes_nothing(store: RouteS
         await other.unregister_broker("c1", MASTER.addr, "g")
         return first + await many(name, calls[1:], **kwargs)
 
-    store._call_many = unregistered_meanwhile  # type: ignore[method-assign]
+    store.calls.call_many = unregistered_meanwhile  # type: ignore[method-assign]
     seen = record(store)
     await store.register_broker(CHANGED)
     # After the first stale chunk no other is sent (but the one already in flight).
@@ -243,11 +243,12 @@ async def test_an_interrupted_cascade_is_invisible_and_the_sweep_finishes_it(
     """The unregister call ran, the worker died before draining: routes already leave the group
     out, its name cannot register until drained, and the sweep's drain finishes it."""
     await store.register_broker(MASTER)
-    await store._call("unregister_broker",
+    await store.calls.call("unregister_broker",
                       scripts.UnregisterBrokerArgs("c1", MASTER.addr, "g", "", CHUNK))
     assert await any_redis.sismember(store.keys.cleanups, "g")
     assert await orphans(any_redis, store.keys) == []  # a consistent state
-    await store._call("drain_cleanup", scripts.DrainCleanupArgs("g", CHUNK))  # died after one drain
+    # The worker died after one drain.
+    await store.calls.call("drain_cleanup", scripts.DrainCleanupArgs("g", CHUNK))
     assert await orphans(any_redis, store.keys) == []
     assert all([await store.pickup_route(t.topic_name) is None for t in TOPICS])
     assert (await store.cluster_info()).broker_addr_table == {}
@@ -259,7 +260,7 @@ async def test_an_interrupted_cascade_is_invisible_and_the_sweep_finishes_it(
 async def test_a_registration_waits_for_its_groups_drain(
         store: RouteStore, any_redis: aioredis.Redis) -> None:
     await store.register_broker(MASTER)
-    await store._call("unregister_broker",
+    await store.calls.call("unregister_broker",
                       scripts.UnregisterBrokerArgs("c1", MASTER.addr, "g", "", CHUNK))
     small = replace(MASTER, topic_configs=TOPICS[:2])
     await store.register_broker(small)
@@ -355,7 +356,7 @@ async def test_an_interrupted_write_perm_clearing(
     clears the stored rows; a master back first rewrites them and the record is dropped."""
     await store.register_broker(ACTING)
     await store.register_broker(ACTING_SLAVE)
-    await store._call("unregister_broker",
+    await store.calls.call("unregister_broker",
                       scripts.UnregisterBrokerArgs("c1", ACTING.addr, "g", "", CHUNK))
     assert await any_redis.hexists(store.keys.perm_clears, "g")
     read = await store.pickup_route("T0")
@@ -366,7 +367,7 @@ async def test_an_interrupted_write_perm_clearing(
 
     await store.register_broker(ACTING)
     assert await stored_perms(store) == {6}
-    await store._call("unregister_broker",
+    await store.calls.call("unregister_broker",
                       scripts.UnregisterBrokerArgs("c1", ACTING.addr, "g", "", CHUNK))
     await store.register_broker(ACTING)  # the master is back before any drain
     assert await store.drain_cleanups() == 0

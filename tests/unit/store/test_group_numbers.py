@@ -54,7 +54,7 @@ async def test_sets_written_before_group_numbers_are_still_read(real_redis: aior
         await real_redis.sadd(k.topic(topic), "a", "old")
     route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
     assert [q.broker_name for q in route.queue_datas] == ["a", "b", "old"]
-    assert await store.unit_topics() == []
+    assert await store.topic_list("unit") == []
     overview = await store.topic_summary_rows.rows(["T"])
     assert [q[0] for q in overview[0].queues] == ["a", "b", "old"]
     assert await orphans(real_redis, k) == []

@@ -32,13 +32,13 @@ async def store(any_redis: aioredis.Redis) -> RouteStore:
 async def calls(store: RouteStore) -> list[str]:
     """The script calls the next register_broker makes (probe, then full if needed)."""
     seen: list[str] = []
-    original = store._call
+    original = store.calls.call
 
     async def recording(name: str, args: object = (), keys: object = ()) -> object:
         seen.append(args.mode if name == "register_broker" else name)  # type: ignore[attr-defined]
         return await original(name, args, keys)  # type: ignore[arg-type]
 
-    store._call = recording  # type: ignore[method-assign]
+    store.calls.call = recording  # type: ignore[method-assign]
     return seen
 
 

@@ -249,14 +249,14 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     """Drive each script into each of its statuses, on fakeredis and a real redis-server, and
     check the raw replies (status first, then the documented fields)."""
     seen: dict[tuple[str, str], list[Any]] = {}
-    store.probe_min_topics = 0  # every registration is first offered as a digest
-    for name, script in list(store._scripts.items()):
+    store.registration.probe_min_topics = 0  # every registration is first offered as a digest
+    for name, script in list(store.calls._scripts.items()):
         async def recording(*args: Any, _name: str = name, _script: Any = script,
                             **kwargs: Any) -> Any:
             raw = await _script(*args, **kwargs)
             seen.setdefault((_name, raw[0]), raw)
             return raw
-        store._scripts[name] = recording  # type: ignore[assignment]
+        store.calls._scripts[name] = recording  # type: ignore[assignment]
 
     two = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]
     a = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, "10.0.0.1:10912",
@@ -273,13 +273,13 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     await store.register_broker(b)
     assert await store.heartbeat("c1", a.addr)
     # A DataVersion the memo answered, for a registration no longer the broker's last.
-    assert await store._write_data_versions([("c1", a.addr, 0, 9, 900)]) == 0
+    assert await store.registration._write_data_versions([("c1", a.addr, 0, 9, 900)]) == 0
     assert not await store.heartbeat("c1", "10.9.9.9:1")
     assert await store.pickup_route("T1") is not None
     assert await store.pickup_route("nope") is None
     await store.cluster_info()
-    await store.topics_by_cluster("c1")
-    await store.unit_topics()
+    await store.topic_list("cluster", "c1")
+    await store.topic_list("unit")
     assert await store.kv_put("ns", "k", "v")
     assert await store.kv_delete("ns", "k")
     await store.wipe_write_perm("g")
@@ -294,7 +294,7 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert len((await store.sweep(now_ms=far, guard_share=0)).removed) == 6
     # Bounded script time: a registration whose deleteTopicWithBrokerRegistration may remove
     # more rows than one call may ("chunk", then "head", a chunk, the absent rows, the commit).
-    store.chunk_rows = 2
+    store.calls.chunk_rows = 2
     three = [TopicConfig(f"C{i}", 8, 8, 6) for i in range(3)]
     big = replace(a, name="big", addr="10.0.2.1:1", topic_configs=three)
     await store.register_broker(big)
@@ -303,12 +303,12 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
                                 delete_absent_topics=True)
     assert await store.all_topics() == ["C0", "C1"]
     # A chunk of a superseded registration writes nothing.
-    assert (await store._call("register_topics", scripts.RegisterTopicsArgs(
+    assert (await store.calls.call("register_topics", scripts.RegisterTopicsArgs(
         "c1", big.addr, "big", "0", "1", "0", "", "[]", "[]", "0")))[0] == "stale"
     # A group too big for one cascade is left to drain_cleanup.lua; registering its name
     # meanwhile answers "drain" (then drains and registers).
     await store.register_broker(big)
-    assert (await store._call("unregister_broker", scripts.UnregisterBrokerArgs(
+    assert (await store.calls.call("unregister_broker", scripts.UnregisterBrokerArgs(
         "c1", big.addr, "big", "", 2)))[1][1] == "1"
     await store.register_broker(big)
     assert await store.unregister_broker("c1", big.addr, "big") == 1

@@ -53,13 +53,13 @@ def one_call(calls: list[list[str]]) -> bool:
 def record(store: RouteStore) -> list[str]:
     """The script calls the store makes from now on: register_broker by its mode."""
     seen: list[str] = []
-    original = store._call
+    original = store.calls.call
 
     async def recording(name: str, args: Any = (), keys: Any = ()) -> Any:
         seen.append(args.mode if name == "register_broker" else name)
         return await original(name, args, keys)
 
-    store._call = recording  # type: ignore[method-assign]
+    store.calls.call = recording  # type: ignore[method-assign]
     return seen
 
 

@@ -40,13 +40,13 @@ def split_round(n: int) -> list[BrokerRegistration]:
 def recorded(store: RouteStore) -> list[str]:
     """Every script call the store makes from now on, by name (register_broker: its mode)."""
     seen: list[str] = []
-    original = store._call
+    original = store.calls.call
 
     async def recording(name: str, args: Any = (), keys: Any = ()) -> Any:
         seen.append(f"register_broker:{args.mode}" if name == "register_broker" else name)
         return await original(name, args, keys)
 
-    store._call = recording  # type: ignore[method-assign]
+    store.calls.call = recording  # type: ignore[method-assign]
     return seen
 
 
@@ -146,7 +146,7 @@ async def test_a_change_applied_while_the_probe_is_in_flight_is_not_remembered(
     store, ns = served
     await two_rounds_then_past_the_window(ns)
     seen = recorded(store)
-    probe = store._call
+    probe = store.calls.call
     memo = store.unchanged_chunks
 
     async def change_in_flight(name: str, args: Any = (), keys: Any = ()) -> Any:
@@ -157,10 +157,10 @@ async def test_a_change_applied_while_the_probe_is_in_flight_is_not_remembered(
             await until(lambda: memo.ticket() > ticket, "the deletion applied")
         return reply
 
-    store._call = change_in_flight  # type: ignore[method-assign]
+    store.calls.call = change_in_flight  # type: ignore[method-assign]
     first = split_round(3)[0]
     assert not (await ns.register_broker(first)).remembered
-    store._call = probe  # type: ignore[method-assign]
+    store.calls.call = probe  # type: ignore[method-assign]
     # The same chunk again under the next DataVersion: not from the memo, and Redis rewrites
     # the deleted topic as Java does (a new DataVersion rewrites the chunk's topics).
     again = replace(first, data_version=DataVersion(399, 10_399, 0))

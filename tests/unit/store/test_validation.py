@@ -140,7 +140,7 @@ async def test_names_at_their_limits_are_accepted(store: RouteStore) -> None:
         DataVersion(2**62, 2**62, 2**62), [TopicConfig(t, 1024, 0, 7, 3) for t in topics],
         [addr]))
     assert await store.all_topics() == sorted(topics)
-    assert await store.topics_by_cluster(cluster) == sorted(topics)
+    assert await store.topic_list("cluster", cluster) == sorted(topics)
     for topic in topics:
         read = await store.pickup_route(topic)
         assert read is not None
