@@ -118,23 +118,23 @@ async def test_get_system_topic_list(rim: RouteStore) -> None:
 
 
 async def test_get_topics_by_cluster(rim: RouteStore) -> None:
-    assert await rim.topics_by_cluster(CLUSTER) == ["unit-test0", "unit-test1"]
-    assert await rim.topics_by_cluster("no-such-cluster") == []
+    assert await rim.topic_list("cluster", CLUSTER) == ["unit-test0", "unit-test1"]
+    assert await rim.topic_list("cluster", "no-such-cluster") == []
 
 
 async def test_unit_topic_lists(rim: RouteStore) -> None:
     # testGetUnitTopics / testGetHasUnitSubTopicList / testGetHasUnitSubUnUnitTopicList: Java
     # only checks the encoded lists are not null. Here: empty, then one topic per flag combination.
-    assert await rim.unit_topics() == []
-    assert await rim.has_unit_sub_topics() == []
-    assert await rim.has_unit_sub_ununit_topics() == []
+    assert await rim.topic_list("unit") == []
+    assert await rim.topic_list("unit-sub") == []
+    assert await rim.topic_list("unit-sub-ununit") == []
     await rim.register_broker(BrokerRegistration(
         "unit-cluster", "10.0.0.8:10911", "unit-broker", 0, enable_acting_master=False,
         topic_configs=[TopicConfig("u1", topic_sys_flag=1), TopicConfig("u2", topic_sys_flag=2),
                        TopicConfig("u3", topic_sys_flag=3)]))
-    assert await rim.unit_topics() == ["u1", "u3"]
-    assert await rim.has_unit_sub_topics() == ["u2", "u3"]
-    assert await rim.has_unit_sub_ununit_topics() == ["u2"]
+    assert await rim.topic_list("unit") == ["u1", "u3"]
+    assert await rim.topic_list("unit-sub") == ["u2", "u3"]
+    assert await rim.topic_list("unit-sub-ununit") == ["u2"]
 
 
 # The store-level part of RequestProcessorTest (its registerRouteInfoManager broker, as the

@@ -107,7 +107,7 @@ async def test_static_get_all_topic_list(fixture_b: RouteStore) -> None:
 
 
 async def test_static_get_topics_by_cluster(fixture_b: RouteStore) -> None:
-    assert await fixture_b.topics_by_cluster(CLUSTER) == sorted(TOPICS)
+    assert await fixture_b.topic_list("cluster", CLUSTER) == sorted(TOPICS)
 
 
 async def test_static_pickup_topic_route_data(fixture_b: RouteStore) -> None:
@@ -134,9 +134,9 @@ async def test_static_system_and_unit_topic_lists(fixture_b: RouteStore) -> None
     topics, addr = await fixture_b.system_topic_list()
     assert topics == sorted([CLUSTER, *BROKER_NAMES])
     assert addr == broker_addr("broker-0", 0)
-    assert await fixture_b.unit_topics() == []
-    assert await fixture_b.has_unit_sub_topics() == []
-    assert await fixture_b.has_unit_sub_ununit_topics() == []
+    assert await fixture_b.topic_list("unit") == []
+    assert await fixture_b.topic_list("unit-sub") == []
+    assert await fixture_b.topic_list("unit-sub-ununit") == []
 
 
 # --- RouteInfoManagerBrokerPermTest -----------------------------------------------------------
