@@ -35,6 +35,7 @@ class Settings:
     sweep_interval: float = 10.0
     expiry_guard_share: float = 0.0  # 0: the mass-expiry guard is off
     expiry_guard_max_hold: float = 120.0  # seconds past its deadline the guard may hold a broker
+    controller_elect_unclean: bool = False  # enableElectUncleanMaster (docs/controller.md)
     log_format: str = "console"
     log_level: str = "info"
     log_file: str = ""  # also log JSON lines to this file, rotated (empty: stderr only)
@@ -194,6 +195,9 @@ HELP = {
     "expiry_guard_share": "hold a sweep that would expire more than this share of live brokers "
                           "(when more than 4 are live); 0 turns the guard off",
     "expiry_guard_max_hold": "seconds past its deadline the guard may hold a broker, at most",
+    "controller_elect_unclean": "the controller may elect a master outside the in-sync replicas "
+                                "when none of them is alive (enableElectUncleanMaster: messages "
+                                "may be lost)",
     "log_format": "json or console",
     "log_level": "debug, info, warning or error",
     "log_file": "also write the logs (audit trail included) to this file as JSON lines, "
@@ -246,8 +250,8 @@ HELP = {
 # serve --help's sections, in order, with the settings each holds: every setting is in exactly
 # one (GROUP's keys are the settings; tests/unit/test_cli_help.py checks it covers them all).
 START = "start-up"
-GROUP_TITLES = ("ports and processes", "Redis", "broker expiry", "Redis outages", "requests",
-                "logging", "access control", "TLS on the remoting port", START)
+GROUP_TITLES = ("ports and processes", "Redis", "broker expiry", "controller", "Redis outages",
+                "requests", "logging", "access control", "TLS on the remoting port", START)
 GROUP = {
     **dict.fromkeys(("host", "http_port", "remoting_port", "metrics_port", "advertise_address",
                      "processes"), "ports and processes"),
@@ -255,6 +259,7 @@ GROUP = {
                      "min_replica_acks", "replica_ack_timeout"), "Redis"),
     **dict.fromkeys(("broker_timeout", "sweep_interval", "expiry_guard_share",
                      "expiry_guard_max_hold"), "broker expiry"),
+    "controller_elect_unclean": "controller",
     "stale_serve_max": "Redis outages",
     **dict.fromkeys(("drain_timeout", "long_poll_max", "max_body_size", "max_frame_size",
                      "route_cache", "ui"), "requests"),

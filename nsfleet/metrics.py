@@ -102,6 +102,10 @@ class Metrics:
                                       registry=r)
         self.sweep_held = Counter("nsfleet_sweep_held",
                                   "Sweeps held by the mass-expiry guard", registry=r)
+        self.controller_elections = Counter(
+            "nsfleet_controller_elections", "Controller elections this worker made, by outcome "
+            "(elected: a new master; none: the master lost and no replica could take over)",
+            ["outcome"], registry=r)
         self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
                                     ["operation"], registry=r)
         self.topics_dropped = Counter("nsfleet_registered_topics_dropped",

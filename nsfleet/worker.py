@@ -28,6 +28,7 @@ from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
 from nsfleet.process_group import ProcessGroup
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
+from nsfleet.remoting.role_notifier import RoleNotifier
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import TlsFiles, tls_acceptor
 from nsfleet.security.wiring import build as build_security
@@ -162,6 +163,12 @@ class Worker:
         ns = self._ns = NameServer(store, self._cache, self._config, metrics,
                                    broker_timeout=settings.broker_timeout,
                                    worker_id=self._presence.worker_id)
+        # The controller: brokers in controller mode send it requests on the remoting port, so
+        # this worker names itself their leader; it notifies brokers of elections it makes.
+        ns.controller.options.leader_address = self._presence.advertise
+        ns.controller.options.leader_id = self._presence.worker_id
+        ns.controller.options.unclean = settings.controller_elect_unclean
+        ns.controller.on_elected.append(RoleNotifier())
         options = HttpOptions(max_body_size=settings.max_body_size,
                               long_poll_max=settings.long_poll_max, ui=settings.ui)
         app = self._app = create_app(ns, options=options, scripts_loaded=False,
@@ -235,6 +242,7 @@ class Worker:
                                 guard_max_hold=settings.expiry_guard_max_hold,
                                 outage=self._outage.clock)
         self._sweeper.start()
+        self._ns.controller.start()
         # What start-up built (modules, the apps, their tables) lives as long as the worker:
         # out of the collector's generations, so no full collection scans it again and the
         # pauses stay as short as what requests create (Python's gc.freeze; measured: a third
@@ -252,6 +260,7 @@ class Worker:
         await self._presence.withdraw()  # the address server stops sending clients here
         if self._sweeper is not None:
             await self._sweeper.stop_gracefully()
+        await self._ns.controller.stop()
         # One deadline for both listeners: each stops accepting, in-flight requests finish.
         closing = [r.cleanup() for r in self._runners]
         if self._remoting is not None:

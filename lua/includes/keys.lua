@@ -37,5 +37,13 @@ local function k_perm_clears() return P .. ':idx:perm-clears' end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
 local function k_changes() return P .. ':changes' end
+local function k_ctl_set(name) return P .. ':ctl:set:' .. name end
+local function k_ctl_replica(name, id) return P .. ':ctl:replica:' .. name .. ':' .. id end
+local function k_ctl_live(name, id) return P .. ':ctl:live:' .. name .. ':' .. id end
+local function k_ctl_sets() return P .. ':ctl:idx:sets' end
+local function k_ctl_ids(name) return P .. ':ctl:idx:ids:' .. name end
+local function k_ctl_deadlines() return P .. ':ctl:idx:deadlines' end
+-- A member of P:ctl:idx:deadlines: a controller replica, by broker set and id.
+local function replica_member(name, id) return name .. '\t' .. id end
 -- A member of P:idx:deadlines and P:idx:filtered: a broker's live row, by cluster and address.
 local function live_member(cluster, addr) return cluster .. '\t' .. addr end

@@ -25,6 +25,22 @@ class ResponseCode(IntEnum):
     NO_PERMISSION = 16
     TOPIC_NOT_EXIST = 17
     QUERY_NOT_FOUND = 22
+    # The controller's (RocketMQ 5 controller mode, docs/controller.md).
+    CONTROLLER_FENCED_MASTER_EPOCH = 2000
+    CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
+    CONTROLLER_INVALID_MASTER = 2002
+    CONTROLLER_INVALID_REPLICAS = 2003
+    CONTROLLER_MASTER_NOT_AVAILABLE = 2004
+    CONTROLLER_INVALID_REQUEST = 2005
+    CONTROLLER_BROKER_NOT_ALIVE = 2006
+    CONTROLLER_NOT_LEADER = 2007
+    CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+    CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009
+    CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
+    CONTROLLER_MASTER_STILL_EXIST = 2011
+    CONTROLLER_ELECT_MASTER_FAILED = 2012
+    CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
+    CONTROLLER_BROKER_ID_INVALID = 2014
 
 
 def java_str(value: object) -> str:
@@ -257,3 +273,14 @@ class AccessDenied(NameServerError):
         super().__init__(remark)
         if unauthenticated:
             self.http_status = 401
+
+
+class ControllerRefused(NameServerError):
+    """A controller request refused with one of Java's controller codes (2000-2014) and its
+    remark (ReplicasInfoManager, ControllerRequestProcessor)."""
+
+    http_status = 409
+
+    def __init__(self, code: ResponseCode, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code

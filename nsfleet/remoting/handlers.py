@@ -82,6 +82,9 @@ class Connection:
     # (cluster, addr) -> brokerName: brokers registered through this connection; when it closes,
     # each goes unless another connection it registered over is still open.
     registrations: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (brokerName, brokerId) of the controller replicas whose heartbeats came over this
+    # connection: when it closes, each stops being alive unless it moved (controller.py).
+    controller_replicas: set[tuple[str, int]] = field(default_factory=set)
     # The last REGISTER_BROKER body decoded here: (compressed, version, bytes, decoded).
     last_register_body: tuple[bool, int, bytes, RegisterBody] | None = None
 

@@ -22,6 +22,7 @@ from nsfleet.domain.audit import client_account, client_address
 from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
+from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
 from nsfleet.service.nameserver import NameServer
 from nsfleet.wire.codec import (
@@ -45,6 +46,9 @@ IDLE_SECONDS = 120.0  # serverChannelMaxIdleTimeSeconds
 MAX_IN_FLIGHT = 10_000  # per worker; beyond it requests get SYSTEM_BUSY, like a full executor
 OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 _ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+# The NameServer's codes and the controller's, on one port (a BROKER_HEARTBEAT is either's,
+# by its fields: controller_handlers.heartbeat).
+ENDPOINTS = {**HANDLERS, **CONTROLLER_HANDLERS}
 
 
 class RemotingProtocol(asyncio.Protocol):
@@ -72,6 +76,16 @@ class RemotingProtocol(asyncio.Protocol):
         if self.conn.registrations:
             self.server.spawn(self._unregister_on_close(dict(self.conn.registrations)))
             self.conn.registrations.clear()
+        if self.conn.controller_replicas:
+            self.server.spawn(self._controller_connection_closed(
+                sorted(self.conn.controller_replicas)))
+            self.conn.controller_replicas.clear()
+
+    async def _controller_connection_closed(self, replicas: list[tuple[str, int]]) -> None:
+        try:
+            await self.server.ns.controller.connection_closed(replicas, self.conn.id)
+        except Exception as exc:  # the replicas' deadlines still expire them
+            log.warning("controller: handling a closed connection failed", error=str(exc))
 
     async def _unregister_on_close(self, regs: dict[tuple[str, str], str]) -> None:
         client_address.set(self.conn.peer)
@@ -157,7 +171,7 @@ class RemotingProtocol(asyncio.Protocol):
     async def _handle(self, cmd: RemotingCommand) -> None:
         ns = self.server.ns
         started = time.perf_counter()
-        endpoint = HANDLERS.get(cmd.code)
+        endpoint = ENDPOINTS.get(cmd.code)
         client_address.set(self.conn.peer)  # the audit trail's "remote", for this task only
         try:
             if endpoint is None:
@@ -285,6 +299,7 @@ class RemotingServer:
             await asyncio.wait(set(self.tasks))
         for proto in list(self.connections):
             proto.conn.registrations.clear()
+            proto.conn.controller_replicas.clear()  # the brokers move to another worker
             if proto.transport is not None:
                 proto.transport.close()
         if self._server is not None:

@@ -26,6 +26,7 @@ from nsfleet.domain.model import (
 from nsfleet.metrics import Metrics
 from nsfleet.service.administration import Administration
 from nsfleet.service.context import ServiceContext
+from nsfleet.service.controller import Controller
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.long_polls import LongPolls
 from nsfleet.service.namesrv_config import NamesrvConfig
@@ -55,6 +56,9 @@ class NameServer:
         self._reads = RouteReads(ctx, started=self.started)
         self._long_polls = LongPolls(ctx, self._reads)
         self._admin = Administration(ctx)
+        # RocketMQ 5's controller (docs/controller.md): the remoting front end calls it
+        # directly, as a part of its own.
+        self.controller = Controller(store, metrics, self.history)
         # orderMessageEnable or supportActingMaster change what routes answer: watchers look
         # again once the new config is read (the cache is keyed by what the config selects).
         config.on_change.append(cache.watchers.wake_all)

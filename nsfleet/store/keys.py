@@ -64,6 +64,24 @@ Indexes (never under a row-table prefix)::
                                         live workers (e.g. the Java NameServers of a migration)
   P:history                      stream the fleet's recent changes, capped (XADD MAXLEN ~;
                                         format: history.py)
+
+The controller's tables (RocketMQ 5's controller mode, docs/controller.md), changed only by the
+``lua/controller_*.lua`` scripts; the two row tables are what the analytics job reads::
+
+  P:ctl:set:<brokerName>         hash   a broker set (SyncStateInfo + BrokerReplicaInfo's
+                                        head): brokerName, clusterName, nextBrokerId,
+                                        masterBrokerId ("" = none), masterAddress, masterEpoch,
+                                        syncStateSet ("1;2", ids ascending), syncStateSetEpoch
+  P:ctl:replica:<brokerName>:<id> hash  one replica: brokerName, brokerId, brokerAddress,
+                                        registerCheckCode
+  P:ctl:live:<brokerName>:<id>   hash   its last controller heartbeat (904): clusterName,
+                                        brokerName, brokerId, brokerAddr, epoch, maxOffset,
+                                        confirmOffset, electionPriority, heartbeatTimeoutMills,
+                                        lastUpdateTimestamp, connection ("<worker>:<n>")
+  P:ctl:idx:sets                 set    broker set names
+  P:ctl:idx:ids:<brokerName>     set    the set's replica ids
+  P:ctl:idx:deadlines            zset   "<brokerName>\t<id>" of the live replicas, by deadline
+                                        (epoch ms): alive while it is in the future
 """
 
 from __future__ import annotations
@@ -223,10 +241,37 @@ class Keys:
     def history(self) -> str:
         return f"{self.prefix}:history"
 
+    # The controller's tables.
+    def ctl_set(self, broker_name: str) -> str:
+        return f"{self.prefix}:ctl:set:{broker_name}"
+
+    def ctl_replica(self, broker_name: str, broker_id: int) -> str:
+        return f"{self.prefix}:ctl:replica:{broker_name}:{broker_id}"
+
+    def ctl_live(self, broker_name: str, broker_id: int) -> str:
+        return f"{self.prefix}:ctl:live:{broker_name}:{broker_id}"
+
+    @property
+    def ctl_sets(self) -> str:
+        return f"{self.prefix}:ctl:idx:sets"
+
+    def ctl_ids(self, broker_name: str) -> str:
+        return f"{self.prefix}:ctl:idx:ids:{broker_name}"
+
+    @property
+    def ctl_deadlines(self) -> str:
+        return f"{self.prefix}:ctl:idx:deadlines"
+
 
 def live_member(cluster: str, addr: str) -> str:
     """Member name of a broker in the deadline zset."""
     return f"{cluster}\t{addr}"
 
 
-TABLE_PREFIX = {"brokers": "broker", "groups": "group", "queues": "queue", "kv": "kv"}
+def replica_member(broker_name: str, broker_id: int) -> str:
+    """Member name of a controller replica in P:ctl:idx:deadlines."""
+    return f"{broker_name}\t{broker_id}"
+
+
+TABLE_PREFIX = {"brokers": "broker", "groups": "group", "queues": "queue", "kv": "kv",
+                "broker_sets": "ctl:set", "replicas": "ctl:replica"}

@@ -22,7 +22,19 @@ class Status(StrEnum):
     KEPT = "kept"  # unregister_broker: another connection keeps the broker
     UNKNOWN = "unknown"  # heartbeat: no live broker
     HELD = "held"  # sweep: the mass-expiry guard held the due brokers
-    NONE = "none"  # route: no route
+    NONE = "none"  # route: no route; controller_elect: no candidate, the master cleared
+    # The controller's scripts (each header says which code of Java's each one is).
+    UNREGISTERED = "unregistered"
+    TAKEN = "taken"
+    UNASSIGNED = "unassigned"
+    STILL = "still"
+    FAILED = "failed"
+    SAME = "same"
+    MASTER = "master"
+    STRANGER = "stranger"
+    DEAD = "dead"
+    LEADERLESS = "leaderless"
+    ALIVE = "alive"
 
 
 class ScriptReplyError(RuntimeError):
@@ -49,6 +61,17 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
     "kv_put": frozenset({Status.OK}),
     "kv_delete": frozenset({Status.OK}),
     "topic_summary": frozenset({Status.OK}),
+    "controller_apply_id": frozenset({Status.OK, Status.UNREGISTERED, Status.TAKEN}),
+    "controller_register": frozenset({Status.OK, Status.UNKNOWN, Status.UNASSIGNED}),
+    "controller_heartbeat": frozenset({Status.OK}),
+    "controller_elect": frozenset({Status.OK, Status.STILL, Status.UNKNOWN, Status.NONE,
+                                   Status.FAILED, Status.FENCED}),
+    "controller_inactive": frozenset({Status.OK, Status.KEPT}),
+    "controller_alter_sync_state_set": frozenset({
+        Status.OK, Status.UNKNOWN, Status.SAME, Status.MASTER, Status.FENCED, Status.STALE,
+        Status.STRANGER, Status.DEAD, Status.LEADERLESS}),
+    "controller_clean": frozenset({Status.OK, Status.MASTER, Status.ALIVE, Status.UNKNOWN}),
+    "controller_scan": frozenset({Status.OK}),
 }
 
 

@@ -6,7 +6,8 @@ work, each an object in its own module that holds the ``ScriptCalls`` they share
 the Redis client, ``chunk_rows``, ``script_calls``): ``registration`` (REGISTER_BROKER and its
 chunked protocol), ``departures`` (unregistering, the sweep, the drains they leave),
 ``reads`` (routes, cluster info, topic lists), ``liveness`` (heartbeats, QUERY_DATA_VERSION,
-worker presence), ``topics`` (topic admin and write perm) and ``kv`` (KV config, NamesrvConfig).
+worker presence), ``topics`` (topic admin and write perm), ``kv`` (KV config, NamesrvConfig)
+and ``controller`` (RocketMQ 5's controller: broker sets, replicas, elections).
 Every input is validated by the part, before any script runs, so a rejected call writes nothing;
 redis-py's errors leave each part as the domain's StoreUnavailable / StoreFailed.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from nsfleet.domain import model
 from nsfleet.store.change_feed import ChangeFeed
+from nsfleet.store.controller_tables import ControllerTables
 from nsfleet.store.departures import Departures, SweepResult
 from nsfleet.store.history import ChangeHistory
 from nsfleet.store.keys import Keys
@@ -54,6 +56,7 @@ class RouteStore:
         self.topics = TopicAdmin(self.calls)
         self.kv = KvTables(self.calls, self.changes)
         self.topic_summary_rows = TopicSummaryRows(self.calls)
+        self.controller = ControllerTables(self.calls)
 
     @property
     def redis(self) -> RedisClient:

@@ -36,6 +36,8 @@ TOP_LEVEL_LOCAL_RE = re.compile(r"^local (?:function )?([\w, ]+?)(?: =|\()", re.
 ACKED_WRITES = frozenset({
     "register_broker", "register_topics", "register_commit", "unregister_broker",
     "delete_topic", "register_topic", "write_perm", "kv_put", "kv_delete",
+    "controller_apply_id", "controller_register", "controller_elect", "controller_inactive",
+    "controller_alter_sync_state_set", "controller_clean",
 })
 
 
@@ -182,6 +184,70 @@ class TopicSummaryArgs(NamedTuple):
     topics: Sequence[str]
 
 
+# --- the controller's scripts (lua/controller_*.lua) ---------------------------------------------
+
+
+class ControllerApplyIdArgs(NamedTuple):
+    cluster: str
+    name: str
+    id: int
+    check_code: str
+
+
+class ControllerRegisterArgs(NamedTuple):
+    name: str
+    id: int
+    addr: str
+
+
+class ControllerHeartbeatArgs(NamedTuple):
+    cluster: str
+    name: str
+    addr: str
+    id: int
+    epoch: int
+    max_offset: int
+    confirm_offset: int
+    timeout_ms: int
+    priority: int
+    connection: str
+
+
+class ControllerElectArgs(NamedTuple):
+    name: str
+    requester: int | str
+    designate: str
+    unclean: str
+    expected_epoch: int | str
+
+
+class ControllerInactiveArgs(NamedTuple):
+    name: str
+    id: int
+    connection: str
+    grace_ms: int
+    unclean: str
+
+
+class ControllerAlterSyncStateSetArgs(NamedTuple):
+    name: str
+    master_id: int
+    master_epoch: int
+    sss_epoch: int
+    ids: Sequence[int]
+
+
+class ControllerCleanArgs(NamedTuple):
+    name: str
+    living: str
+    ids: Sequence[int]
+
+
+class ControllerScanArgs(NamedTuple):
+    batch: int
+    reelect: str
+
+
 ARGS: dict[str, type[tuple[Any, ...]]] = {
     "register_broker": RegisterBrokerArgs, "unregister_broker": UnregisterBrokerArgs,
     "heartbeat": HeartbeatArgs, "sweep": SweepArgs, "route": RouteArgs,
@@ -191,11 +257,16 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
     "register_topics": RegisterTopicsArgs, "register_commit": RegisterCommitArgs,
     "drain_cleanup": DrainCleanupArgs, "clear_write_perm": ClearWritePermArgs,
     "topic_summary": TopicSummaryArgs, "register_data_version": RegisterDataVersionArgs,
+    "controller_apply_id": ControllerApplyIdArgs, "controller_register": ControllerRegisterArgs,
+    "controller_heartbeat": ControllerHeartbeatArgs, "controller_elect": ControllerElectArgs,
+    "controller_inactive": ControllerInactiveArgs,
+    "controller_alter_sync_state_set": ControllerAlterSyncStateSetArgs,
+    "controller_clean": ControllerCleanArgs, "controller_scan": ControllerScanArgs,
 }
 SCRIPT_NAMES = tuple(ARGS)
 # Scripts whose last argument is a list of any length, sent as the last ARGV items.
 REST = frozenset({"register_broker", "register_data_version", "register_topic",
-                  "topic_summary"})
+                  "topic_summary", "controller_alter_sync_state_set", "controller_clean"})
 
 
 def argv(name: str, args: tuple[Any, ...]) -> list[Any]:

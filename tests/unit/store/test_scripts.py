@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from nsfleet.domain.controller import ControllerHeartbeat
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore, scripts
@@ -318,6 +319,7 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     await store.register_broker(acting)
     await store.register_broker(replace(acting, broker_id=1, addr="10.0.3.2:1"))
     assert await store.unregister_broker("c1", acting.addr, "act") == 0
+    await _drive_the_controller_scripts(store)
 
     # Last: its reads run concurrently, which would warm a second connection for the chunked
     # calls above and let their replies race for "seen".
@@ -358,3 +360,54 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert len(rows) == 4 and entries[0].startswith("c1\t")
     assert len(ttls) == entries[0].count("\n") and all(isinstance(t, int) for t in ttls)
     assert filters == []
+
+
+async def _drive_the_controller_scripts(store: RouteStore) -> None:
+    """Every status of every controller script (lua/controller_*.lua)."""
+    ct = store.controller
+
+    async def beat(name: str, broker_id: int, timeout_ms: int = 10_000) -> None:
+        await ct.heartbeat(ControllerHeartbeat("C", name, f"h:{broker_id}", broker_id, 0, 0, 0,
+                                               timeout_ms, 0), "w:1")
+
+    assert await ct.apply_broker_id("C", "s", 2, "h:2;1") == "unregistered"
+    assert await ct.apply_broker_id("C", "s", 1, "h:1;1") == "ok"
+    assert await ct.apply_broker_id("C", "s", 1, "h:9;1") == "taken"
+    assert await ct.apply_broker_id("C", "s", 2, "h:2;1") == "ok"
+    assert (await ct.register("nope", 1, "h:1"))[0] == "unknown"
+    assert (await ct.register("s", 7, "h:7"))[0] == "unassigned"
+    assert (await ct.register("s", 1, "h:1"))[0] == "ok"
+    assert (await ct.elect("nope", 1, designate=False, unclean=False)).outcome == "unknown"
+    await beat("s", 1)
+    await beat("s", 2)
+    assert (await ct.elect("s", 1, designate=False, unclean=False)).outcome == "elected"
+    assert (await ct.elect("s", 2, designate=False, unclean=False)).outcome == "still"
+    assert (await ct.elect("s", None, designate=False, unclean=False,
+                           expected_epoch=0)).outcome == "fenced"
+    alter = ct.alter_sync_state_set
+    assert (await alter("nope", 1, 1, 1, [1]))[0] == "unknown"
+    assert (await alter("s", 1, 1, 1, [1]))[0] == "same"
+    assert (await alter("s", 2, 1, 1, [1, 2]))[0] == "master"
+    assert (await alter("s", 1, 9, 1, [1, 2]))[0] == "fenced"
+    assert (await alter("s", 1, 1, 9, [1, 2]))[0] == "stale"
+    assert (await alter("s", 1, 1, 1, [1, 5]))[0] == "stranger"
+    assert (await alter("s", 1, 1, 1, [2]))[0] == "leaderless"
+    assert (await alter("s", 1, 1, 1, [1, 2]))[0] == "ok"
+    assert await ct.inactive("s", 1, connection="w:2", unclean=False) is None  # "kept"
+    # The master's connection closes: the in-sync slave is elected in the same call.
+    moved = await ct.inactive("s", 1, connection="w:1", unclean=False)
+    assert moved is not None and moved.master_id == 2 and moved.master_epoch == 2
+    assert (await alter("s", 2, 2, 3, [1, 2]))[0] == "dead"
+    assert (await ct.elect("s", 1, designate=True, unclean=False)).outcome == "failed"
+    assert (await ct.clean("s", [], living=False))[0] == "master"
+    assert (await ct.clean("s", [2], living=False))[0] == "alive"
+    # The last replica goes: no candidate, the master is cleared ("none").
+    gone = await ct.inactive("s", 2, connection="w:1", unclean=False)
+    assert gone is not None and gone.outcome == "none"
+    assert (await ct.elect("s", None, designate=False, unclean=False,
+                           expected_epoch=3)).outcome == "none"
+    assert (await ct.broker_set("s")) is not None  # masterEpoch 4: each "none" is a change
+    assert (await ct.scan(10, reelect=True)) == ([], [])
+    assert (await ct.clean("nope", [], living=True))[0] == "unknown"
+    assert (await ct.clean("s", [], living=False))[0] == "ok"
+    assert await ct.broker_set("s") is None

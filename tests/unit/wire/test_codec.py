@@ -340,10 +340,18 @@ def test_enums_match_java() -> None:
     assert [m.value for m in LanguageCode] == list(range(14))
     assert {c.value for c in RequestCode} == {
         100, 101, 102, 103, 104, 105, 106, 205, 206, 216, 217, 219, 224, 304, 311, 312, 313, 318,
-        319, 322, 327, 901, 904, 905}
+        319, 322, 327, 901, 904, 905, 1001, 1002, 1003, 1004, 1005, 1006, 1008, 1010, 1011,
+        1012, 1013}
     assert {c.name: c.value for c in ResponseCode} == {
         "SUCCESS": 0, "SYSTEM_ERROR": 1, "SYSTEM_BUSY": 2, "REQUEST_CODE_NOT_SUPPORTED": 3,
-        "NO_PERMISSION": 16, "TOPIC_NOT_EXIST": 17, "QUERY_NOT_FOUND": 22}
+        "NO_PERMISSION": 16, "TOPIC_NOT_EXIST": 17, "QUERY_NOT_FOUND": 22,
+        # The controller's, ResponseCode.CONTROLLER_*.
+        **{f"CONTROLLER_{n}": 2000 + i for i, n in enumerate((
+            "FENCED_MASTER_EPOCH", "FENCED_SYNC_STATE_SET_EPOCH", "INVALID_MASTER",
+            "INVALID_REPLICAS", "MASTER_NOT_AVAILABLE", "INVALID_REQUEST", "BROKER_NOT_ALIVE",
+            "NOT_LEADER", "BROKER_METADATA_NOT_EXIST", "INVALID_CLEAN_BROKER_METADATA",
+            "BROKER_NEED_TO_BE_REGISTERED", "MASTER_STILL_EXIST", "ELECT_MASTER_FAILED",
+            "ALTER_SYNC_STATE_SET_FAILED", "BROKER_ID_INVALID"))}}
     assert (SerializeType.JSON, SerializeType.ROCKETMQ) == (0, 1)
 
 

@@ -1,0 +1,293 @@
+"""RocketMQ 5's controller on the fleet (docs/controller.md): automatic master failover for
+brokers in controller mode, its state in Redis (``store.controller``), no Raft group to run.
+
+Every worker answers every controller request as the leader: Redis orders the writes, and each
+write is one script fenced by the epochs it was given. Elections happen on a broker's own
+ELECT_MASTER, when the connection its heartbeats came over closes, when its deadline passes
+(the scan, every ``scan_interval`` seconds in every worker) and for sets whose master is no
+longer alive; the worker whose script elected tells the live replicas
+(NOTIFY_BROKER_ROLE_CHANGED, through ``on_elected``). While Redis is away nothing is elected:
+the scripts are the only way to elect, and the scan resumes with the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from nsfleet.domain.controller import (
+    BrokerSet,
+    ControllerHeartbeat,
+    Election,
+    Outcome,
+    id_set,
+)
+from nsfleet.domain.errors import ControllerRefused, NameServerError, ResponseCode
+from nsfleet.metrics import Metrics
+from nsfleet.service.history import ChangeRecorder
+from nsfleet.store import RouteStore
+from nsfleet.store.replies import Status
+
+log = structlog.get_logger(__name__)
+SCAN_BATCH = 100
+REELECT_EVERY = 5  # scans: the look for masterless sets is O(sets), the expiry one O(due)
+# A replica whose connection's worker died is given this long past its deadline to find
+# another worker (brokers look up the controller again every 10 s) before it counts as dead.
+WORKER_LOSS_GRACE_MS = 30_000
+
+
+@dataclass
+class ControllerOptions:
+    """ControllerConfig's values that change behaviour (their Java names in the comments)."""
+
+    unclean: bool = False  # enableElectUncleanMaster
+    notify_role_changed: bool = True  # notifyBrokerRoleChanged
+    scan_interval: float = 1.0  # scanNotActiveBrokerInterval (Java: 5 s)
+    leader_address: str = ""  # what GET_METADATA_INFO names as leader: this worker
+    leader_id: str = ""
+
+
+def _refused(code: ResponseCode, remark: str) -> ControllerRefused:
+    return ControllerRefused(code, remark)
+
+
+def still_remark(election: Election) -> str:
+    """CONTROLLER_MASTER_STILL_EXIST's remark."""
+    return (f"The old master {election.master_id} is still alive, not need to elect new master "
+            f"for broker {election.broker_name}")
+
+
+class Controller:
+    def __init__(self, store: RouteStore, metrics: Metrics, history: ChangeRecorder,
+                 options: ControllerOptions | None = None) -> None:
+        self._tables = store.controller
+        self.metrics = metrics
+        self.history = history
+        self.options = options or ControllerOptions()
+        # Told of every election this worker's scripts made (the remoting front end notifies).
+        self.on_elected: list[Callable[[Election], None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._scans = 0
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def config_text(self) -> str:
+        """GET_CONTROLLER_CONFIG: ControllerConfig's behaviour, as Java Properties text."""
+        o = self.options
+        values = {"controllerType": "nsfleet", "electMasterMaxRetryCount": "1",
+                  "enableControllerInNamesrv": "true",
+                  "enableElectUncleanMaster": str(o.unclean).lower(),
+                  "notifyBrokerRoleChanged": str(o.notify_role_changed).lower(),
+                  "scanInactiveMasterInterval": str(round(o.scan_interval * REELECT_EVERY * 1000)),
+                  "scanNotActiveBrokerInterval": str(round(o.scan_interval * 1000))}
+        return "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+
+    def metadata(self) -> dict[str, str]:
+        """GET_METADATA_INFO: this worker is the leader (every worker is)."""
+        o = self.options
+        return {"group": "nsfleet", "controllerLeaderId": o.leader_id,
+                "controllerLeaderAddress": o.leader_address, "isLeader": "true",
+                "peers": f"{o.leader_id}:{o.leader_address};"}
+
+    async def next_broker_id(self, cluster: str, name: str) -> dict[str, str]:
+        next_id = await self._tables.next_broker_id(name)
+        return {"clusterName": cluster, "brokerName": name, "nextBrokerId": str(next_id)}
+
+    async def apply_broker_id(self, cluster: str, name: str, broker_id: int,
+                              check_code: str) -> dict[str, str]:
+        status = await self._tables.apply_broker_id(cluster, name, broker_id, check_code)
+        if status is Status.UNREGISTERED:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_ID_INVALID,
+                           f"Broker-set: {name} hasn't been registered in controller, but "
+                           f"broker try to apply brokerId: {broker_id}")
+        if status is Status.TAKEN:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_ID_INVALID,
+                           f"Fail to apply brokerId: {broker_id} in broker-set: {name}")
+        return {"clusterName": cluster, "brokerName": name}
+
+    async def register(self, cluster: str, name: str, broker_id: int,
+                       address: str) -> tuple[dict[str, str], tuple[int, ...], int]:
+        """CONTROLLER_REGISTER_BROKER: (header, SyncStateSet, its epoch)."""
+        status, rest = await self._tables.register(name, broker_id, address)
+        if status is Status.UNKNOWN:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                           f"Broker-set: {name} hasn't been registered in controller")
+        if status is Status.UNASSIGNED:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                           f"BrokerId: {broker_id} hasn't been registered in broker-set: {name}")
+        master, addr, master_epoch, sss_epoch, sss = rest
+        ext = {"clusterName": cluster, "brokerName": name}
+        if master:
+            ext |= {"masterBrokerId": master, "masterAddress": addr, "masterEpoch": master_epoch,
+                    "syncStateSetEpoch": sss_epoch}
+        return ext, id_set(sss), int(sss_epoch)
+
+    async def heartbeat(self, hb: ControllerHeartbeat, connection: str) -> None:
+        await self._tables.heartbeat(hb, connection)
+
+    async def elect(self, name: str, broker_id: int | None, *, designate: bool) -> Election:
+        """ELECT_MASTER from a broker or (``designate``) the admin: the new master, or
+        (outcome STILL, 2011) the old one that stays."""
+        election = await self._tables.elect(name, broker_id, designate=designate,
+                                            unclean=self.options.unclean)
+        if election.outcome is Outcome.UNKNOWN:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
+                           "Broker hasn't been registered")
+        if election.outcome is Outcome.FAILED:
+            raise _refused(ResponseCode.CONTROLLER_ELECT_MASTER_FAILED,
+                           "Failed to elect a new master")
+        if election.outcome is Outcome.STILL:
+            return election
+        await self._elected(election, "requested by a broker" if not designate
+                            else "designated by the admin")
+        return election
+
+    async def replica_info(self, name: str) -> BrokerSet:
+        """GET_REPLICA_INFO."""
+        found = await self._tables.broker_set(name)
+        if found is None:
+            raise _refused(ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST,
+                           "Broker metadata is not existed")
+        return found
+
+    async def sync_state_data(self, names: Sequence[str]) -> list[BrokerSet]:
+        """GET_SYNC_STATE_DATA: the known sets among ``names``, with their replicas."""
+        found = [await self._tables.broker_set(n, replicas=True) for n in names]
+        return [s for s in found if s is not None]
+
+    async def broker_sets(self) -> list[BrokerSet]:
+        """Every broker set, with its replicas (admin, console, metrics)."""
+        return await self.sync_state_data(await self._tables.broker_set_names())
+
+    async def alter_sync_state_set(self, name: str, master_id: int, master_epoch: int,
+                                   ids: Sequence[int],
+                                   sss_epoch: int) -> tuple[int, tuple[int, ...]]:
+        """ALTER_SYNC_STATE_SET: (the new epoch, the new set)."""
+        status, rest = await self._tables.alter_sync_state_set(name, master_id, master_epoch,
+                                                               sss_epoch, ids)
+        if status is Status.OK:
+            return int(rest[0]), id_set(rest[1])
+        why = "Rejecting alter syncStateSet request because"
+        current = rest[0] if rest else ""
+        code, remark = {
+            Status.UNKNOWN: (ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                            "Broker metadata is not existed"),
+            Status.SAME: (ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                          "The newSyncStateSet is equal with oldSyncStateSet, no needed to "
+                          "update syncStateSet"),
+            Status.MASTER: (ResponseCode.CONTROLLER_INVALID_MASTER,
+                            f"{why} the current leader is:{{{current or 'null'}}}, "
+                            f"not {{{master_id}}}"),
+            Status.FENCED: (ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH,
+                                  f"{why} the current master epoch is:{{{current}}}, "
+                                  f"not {{{master_epoch}}}"),
+            Status.STALE: (ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
+                               f"{why} the current syncStateSet epoch is:{{{current}}}, "
+                               f"not {{{sss_epoch}}}"),
+            Status.STRANGER: (ResponseCode.CONTROLLER_INVALID_REPLICAS,
+                                f"{why} the replicas {{{current}}} don't exist"),
+            Status.DEAD: (ResponseCode.CONTROLLER_BROKER_NOT_ALIVE,
+                               f"{why} the replicas {{{current}}} don't alive"),
+            Status.LEADERLESS: (ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
+                               f"{why} the newSyncStateSet don't contains origin leader "
+                               f"{{{current}}}"),
+        }[status]
+        raise _refused(code, remark)
+
+    async def clean(self, name: str, ids: Sequence[int], *, living: bool) -> None:
+        """CLEAN_BROKER_DATA."""
+        status, rest = await self._tables.clean(name, ids, living=living)
+        code = ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
+        if status is Status.MASTER:
+            raise ControllerRefused(code, f"Broker {name} is still alive, clean up failure")
+        if status is Status.ALIVE:
+            raise ControllerRefused(
+                code, f"Broker [{name},  {rest[0]}] is still alive, clean up failure")
+        if status is Status.UNKNOWN:
+            raise ControllerRefused(
+                code, f"Broker {name} is not existed,clean broker data failure.")
+        await self.history.record("controller data cleaned", broker_name=name,
+                                  broker_ids=";".join(map(str, ids)), living=living)
+
+    # --- failures noticed ----------------------------------------------------------------------
+
+    async def connection_closed(self, replicas: Sequence[tuple[str, int]],
+                                connection: str) -> None:
+        """The connection ``replicas``' heartbeats came over closed (onChannelClose)."""
+        for name, broker_id in replicas:
+            election = await self._tables.inactive(name, broker_id, connection=connection,
+                                                   unclean=self.options.unclean)
+            if election is not None:
+                await self._after_inactive(election, name, broker_id, "its connection closed")
+
+    async def scan_once(self) -> None:
+        """Expire replicas past their deadline, and every REELECT_EVERY scans re-elect sets
+        whose master is not alive while another replica is (scanNeedReelectBrokerSets)."""
+        self._scans += 1
+        expired, sets = await self._tables.scan(SCAN_BATCH,
+                                                reelect=self._scans % REELECT_EVERY == 1)
+        for name, broker_id in expired:
+            election = await self._tables.inactive(name, broker_id, grace_ms=WORKER_LOSS_GRACE_MS,
+                                                   unclean=self.options.unclean)
+            if election is not None:
+                await self._after_inactive(election, name, broker_id, "silent past its deadline")
+        for name, epoch in sets:
+            election = await self._tables.elect(name, None, designate=False,
+                                                unclean=self.options.unclean,
+                                                expected_epoch=epoch)
+            if election.outcome in (Outcome.ELECTED, Outcome.NONE):
+                await self._elected(election, "the master is not alive")
+
+    async def _after_inactive(self, election: Election, name: str, broker_id: int,
+                              why: str) -> None:
+        log.info("controller replica inactive", broker_name=name, broker_id=broker_id,
+                 reason=why, was_master=election.outcome is not Outcome.FENCED)
+        if election.outcome in (Outcome.ELECTED, Outcome.NONE):
+            await self._elected(election, f"master {broker_id} {why}")
+
+    async def _elected(self, election: Election, why: str) -> None:
+        self.metrics.controller_elections.labels(str(election.outcome)).inc()
+        fields = {"broker_name": election.broker_name, "reason": why,
+                  "outcome": str(election.outcome)}
+        if election.outcome is Outcome.ELECTED:
+            fields |= {"master_id": election.master_id, "master_address": election.master_address,
+                       "master_epoch": election.master_epoch}
+        log.info("controller election", **fields)
+        await self.history.record("master elected" if election.outcome is Outcome.ELECTED
+                                  else "master lost", **fields)
+        if election.outcome is Outcome.ELECTED and self.options.notify_role_changed:
+            for callback in self.on_elected:
+                callback(election)
+
+    # --- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._scan_forever())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _scan_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.scan_interval)
+            try:
+                await self.scan_once()
+            except NameServerError as exc:  # the store away: nothing is elected meanwhile
+                log.warning("controller scan failed", error=exc.remark)
+
+
+def election_header(election: Election) -> dict[str, str]:
+    """ELECT_MASTER's response header (also a NOTIFY_BROKER_ROLE_CHANGED's)."""
+    return {"masterBrokerId": str(election.master_id),
+            "masterAddress": election.master_address,
+            "masterEpoch": str(election.master_epoch),
+            "syncStateSetEpoch": str(election.sync_state_set_epoch)}
+
+
