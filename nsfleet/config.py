@@ -36,6 +36,7 @@ class Settings:
     expiry_guard_share: float = 0.0  # 0: the mass-expiry guard is off
     expiry_guard_max_hold: float = 120.0  # seconds past its deadline the guard may hold a broker
     controller_elect_unclean: bool = False  # enableElectUncleanMaster (docs/controller.md)
+    controller_port: int = 0  # 0: the controller answers on the remoting port only
     log_format: str = "console"
     log_level: str = "info"
     log_file: str = ""  # also log JSON lines to this file, rotated (empty: stderr only)
@@ -195,6 +196,9 @@ HELP = {
     "expiry_guard_share": "hold a sweep that would expire more than this share of live brokers "
                           "(when more than 4 are live); 0 turns the guard off",
     "expiry_guard_max_hold": "seconds past its deadline the guard may hold a broker, at most",
+    "controller_port": "also serve the controller's request codes (and only those) on this "
+                       "port, for brokers whose controllerAddr names a port of its own (Java's "
+                       "9878); 0: on the remoting port only",
     "controller_elect_unclean": "the controller may elect a master outside the in-sync replicas "
                                 "when none of them is alive (enableElectUncleanMaster: messages "
                                 "may be lost)",
@@ -259,7 +263,7 @@ GROUP = {
                      "min_replica_acks", "replica_ack_timeout"), "Redis"),
     **dict.fromkeys(("broker_timeout", "sweep_interval", "expiry_guard_share",
                      "expiry_guard_max_hold"), "broker expiry"),
-    "controller_elect_unclean": "controller",
+    **dict.fromkeys(("controller_port", "controller_elect_unclean"), "controller"),
     "stale_serve_max": "Redis outages",
     **dict.fromkeys(("drain_timeout", "long_poll_max", "max_body_size", "max_frame_size",
                      "route_cache", "ui"), "requests"),

@@ -8,7 +8,7 @@ import socket
 from nsfleet.config import Settings, env_name
 
 PORTS = (("http_port", "--http-port"), ("remoting_port", "--remoting-port"),
-         ("metrics_port", "--metrics-port"))
+         ("metrics_port", "--metrics-port"), ("controller_port", "--controller-port"))
 
 
 class PortTaken(RuntimeError):

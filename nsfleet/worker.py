@@ -28,6 +28,7 @@ from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
 from nsfleet.process_group import ProcessGroup
 from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
+from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.role_notifier import RoleNotifier
 from nsfleet.remoting.server import RemotingServer
 from nsfleet.remoting.tls import TlsFiles, tls_acceptor
@@ -125,6 +126,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._runners: list[web.AppRunner] = []
         self._remoting: RemotingServer | None = None
+        self._controller_port: RemotingServer | None = None
         self._sweeper: Sweeper | None = None
 
     async def assemble(self, repair_aof: bool) -> None:
@@ -165,7 +167,12 @@ class Worker:
                                    worker_id=self._presence.worker_id)
         # The controller: brokers in controller mode send it requests on the remoting port, so
         # this worker names itself their leader; it notifies brokers of elections it makes.
-        ns.controller.options.leader_address = self._presence.advertise
+        ns.controller.options.leader_address = (
+            advertise_address(settings.advertise_address.rpartition(":")[0]
+                              if settings.advertise_address.count(":") == 1
+                              else settings.advertise_address,
+                              settings.host, settings.controller_port)
+            if settings.controller_port else self._presence.advertise)
         ns.controller.options.leader_id = self._presence.worker_id
         ns.controller.options.unclean = settings.controller_elect_unclean
         ns.controller.on_elected.append(RoleNotifier())
@@ -213,6 +220,13 @@ class Worker:
                                         trusted_proxies=self._security.remoting_trusted)
         await self._remoting.start(settings.host, settings.remoting_port,
                                    reuse_port=self.group is not None)
+        if settings.controller_port:
+            self._controller_port = RemotingServer(
+                self._ns, max_frame_size=settings.max_frame_size,
+                wrap=tls.wrap if tls is not None else None, guard=self._security.guard,
+                trusted_proxies=self._security.remoting_trusted, endpoints=CONTROLLER_HANDLERS)
+            await self._controller_port.start(settings.host, settings.controller_port,
+                                              reuse_port=self.group is not None)
         if tls is not None:
             self._tasks.append(asyncio.create_task(
                 tls.context.run(settings.tls_reload_interval)))
@@ -265,6 +279,8 @@ class Worker:
         closing = [r.cleanup() for r in self._runners]
         if self._remoting is not None:
             closing.append(self._remoting.close())
+        if self._controller_port is not None:
+            closing.append(self._controller_port.close())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True),
                                    self.settings.drain_timeout)

@@ -23,7 +23,13 @@ from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
-from nsfleet.remoting.handlers import HANDLERS, Connection, error_response, get_route_cached
+from nsfleet.remoting.handlers import (
+    HANDLERS,
+    Connection,
+    Endpoint,
+    error_response,
+    get_route_cached,
+)
 from nsfleet.service.nameserver import NameServer
 from nsfleet.wire.codec import (
     ONEWAY,
@@ -156,7 +162,7 @@ class RemotingProtocol(asyncio.Protocol):
                 self.reply(cmd, make_response(cmd, ResponseCode.NO_PERMISSION, remark=denied))
                 return
             client_account.set(account)  # copied into the request's task by spawn
-        if cmd.code == _ROUTE_CODE:
+        if cmd.code == _ROUTE_CODE and _ROUTE_CODE in self.server.endpoints:
             answered = get_route_cached(self.server.ns, cmd)  # a cache hit: answered inline
             if answered is not None:
                 code, frame = answered
@@ -171,7 +177,7 @@ class RemotingProtocol(asyncio.Protocol):
     async def _handle(self, cmd: RemotingCommand) -> None:
         ns = self.server.ns
         started = time.perf_counter()
-        endpoint = ENDPOINTS.get(cmd.code)
+        endpoint = self.server.endpoints.get(cmd.code)
         client_address.set(self.conn.peer)  # the audit trail's "remote", for this task only
         try:
             if endpoint is None:
@@ -215,8 +221,12 @@ class RemotingServer:
                  idle_seconds: float = IDLE_SECONDS,
                  wrap: Callable[[RemotingProtocol], asyncio.Protocol] | None = None,
                  guard: RemotingGuard | None = None,
-                 trusted_proxies: AddressRules | None = None) -> None:
+                 trusted_proxies: AddressRules | None = None,
+                 endpoints: dict[int, Endpoint] | None = None) -> None:
+        """``endpoints``: the request codes served (default: the NameServer's and the
+        controller's; a controller port serves the controller's only)."""
         self.ns = ns
+        self.endpoints = ENDPOINTS if endpoints is None else endpoints
         self.wrap = wrap  # puts each connection behind TLS (nsfleet.remoting.tls)
         self.guard = guard
         # None: a PROXY header is believed from anyone (Java); else only from these peers.

@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.remoting_client import SUCCESS, SYSTEM_ERROR, Command, RemotingClient, Worker
+from nsfleet.redis_server import RedisServer, free_port
+from tests.support.remoting_client import (
+    SUCCESS,
+    SYSTEM_ERROR,
+    Command,
+    RemotingClient,
+    Worker,
+    running_worker,
+    wait_for_port,
+)
 
 pytestmark = pytest.mark.redis
 
@@ -180,3 +189,18 @@ async def test_a_nameserver_heartbeat_is_still_the_nameservers(worker: Worker) -
     assert (resp.code, resp.remark) == (SUCCESS, None)
     assert not [k for k in await worker.keys() if ":ctl:" in k]
     await c.close()
+
+
+async def test_a_controller_port_of_its_own(redis_server: RedisServer) -> None:
+    """--controller-port: the controller's codes (only those) on a port of its own, which
+    GET_METADATA_INFO names as the leader's, as Java's separate controller address."""
+    port = free_port()
+    async with running_worker(redis_server.url, controller_port=port) as worker:
+        await wait_for_port(port, alive=lambda: not worker.task.done())
+        c = await RemotingClient.connect(port)
+        meta = await call(c, 1005)
+        assert meta.ext_fields is not None
+        assert meta.ext_fields["controllerLeaderAddress"] == f"127.0.0.1:{port}"
+        route = await call(c, 105, {"topic": "T"})
+        assert (route.code, route.remark) == (3, " request type 105 not supported")
+        await c.close()

@@ -16,7 +16,7 @@ from nsfleet.domain.errors import NotReady, TopicRouteNotFound
 from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.metrics import Metrics
 from nsfleet.remoting.handlers import _route_response, get_route_cached
-from nsfleet.remoting.server import RemotingProtocol
+from nsfleet.remoting.server import ENDPOINTS, RemotingProtocol
 from nsfleet.service.route_reads import RouteAnswer
 from nsfleet.wire import codec
 from nsfleet.wire.codec import (
@@ -179,6 +179,7 @@ class _StubServer:
     max_frame_size = 1 << 20
     guard = None  # access control off
     trusted_proxies = None
+    endpoints = ENDPOINTS
 
     def __init__(self, ns: _StubNameServer) -> None:
         self.ns = ns
