@@ -106,6 +106,14 @@ class Metrics:
             "nsfleet_controller_elections", "Controller elections this worker made, by outcome "
             "(elected: a new master; none: the master lost and no replica could take over)",
             ["outcome"], registry=r)
+        self.controller_sets_without_master = Gauge(
+            "nsfleet_controller_sets_without_master", "Controller broker sets with no live "
+            "master, as this worker's last scan saw them (the fleet's: every worker scans)",
+            registry=r)
+        self.controller_sync_state_set_size = Gauge(
+            "nsfleet_controller_sync_state_set_size", "In-sync replicas of each controller "
+            "broker set (SyncStateSet), as this worker's last scan saw them", ["broker_name"],
+            registry=r)
         self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
                                     ["operation"], registry=r)
         self.topics_dropped = Counter("nsfleet_registered_topics_dropped",

@@ -30,6 +30,7 @@ from nsfleet.domain.errors import ControllerRefused, NameServerError, ResponseCo
 from nsfleet.metrics import Metrics
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.store import RouteStore
+from nsfleet.store.controller_tables import SetHealth
 from nsfleet.store.replies import Status
 
 log = structlog.get_logger(__name__)
@@ -72,6 +73,7 @@ class Controller:
         self.on_elected: list[Callable[[Election], None]] = []
         self._task: asyncio.Task[None] | None = None
         self._scans = 0
+        self._reported: set[str] = set()  # broker sets with a SyncStateSet size gauge
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -228,19 +230,38 @@ class Controller:
         """Expire replicas past their deadline, and every REELECT_EVERY scans re-elect sets
         whose master is not alive while another replica is (scanNeedReelectBrokerSets)."""
         self._scans += 1
-        expired, sets = await self._tables.scan(SCAN_BATCH,
-                                                reelect=self._scans % REELECT_EVERY == 1)
+        expired, _ = await self._tables.scan(SCAN_BATCH, reelect=False)
         for name, broker_id in expired:
             election = await self._tables.inactive(name, broker_id, grace_ms=WORKER_LOSS_GRACE_MS,
                                                    unclean=self.options.unclean)
             if election is not None:
                 await self._after_inactive(election, name, broker_id, "silent past its deadline")
-        for name, epoch in sets:
-            election = await self._tables.elect(name, None, designate=False,
-                                                unclean=self.options.unclean,
-                                                expected_epoch=epoch)
-            if election.outcome in (Outcome.ELECTED, Outcome.NONE):
-                await self._elected(election, "the master is not alive")
+        if self._scans % REELECT_EVERY != 1:
+            return
+        _, sets = await self._tables.scan(0, reelect=True)
+        mastered: set[str] = set()  # sets given a master by this scan
+        for health in sets:
+            if health.wants_election:
+                election = await self._tables.elect(
+                    health.broker_name, None, designate=False, unclean=self.options.unclean,
+                    expected_epoch=health.master_epoch)
+                if election.outcome in (Outcome.ELECTED, Outcome.NONE):
+                    await self._elected(election, "the master is not alive")
+                if election.outcome is Outcome.ELECTED:
+                    mastered.add(health.broker_name)
+        self._report(sets, mastered)
+
+    def _report(self, sets: Sequence[SetHealth], mastered: set[str]) -> None:
+        m = self.metrics
+        m.controller_sets_without_master.set(
+            sum(not s.master_alive and s.broker_name not in mastered for s in sets))
+        names = {s.broker_name for s in sets}
+        for name in self._reported - names:  # a set cleaned away
+            m.controller_sync_state_set_size.remove(name)
+        for s in sets:
+            m.controller_sync_state_set_size.labels(s.broker_name).set(
+                1 if s.broker_name in mastered else s.sync_state_set_size)
+        self._reported = names
 
     async def _after_inactive(self, election: Election, name: str, broker_id: int,
                               why: str) -> None:

@@ -6,6 +6,7 @@ acting on one failure make one election."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from nsfleet.domain.controller import (
@@ -20,6 +21,23 @@ from nsfleet.store import scripts
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Reply, Status
 from nsfleet.store.script_calls import ScriptCalls, flag
+
+
+@dataclass(frozen=True, slots=True)
+class SetHealth:
+    """A broker set as the scan sees it."""
+
+    broker_name: str
+    master_id: int | None
+    master_epoch: int
+    master_alive: bool
+    sync_state_set_size: int
+    any_alive: bool
+
+    @property
+    def wants_election(self) -> bool:
+        """Its master is not alive while another replica is (scanNeedReelectBrokerSets)."""
+        return self.master_id is not None and not self.master_alive and self.any_alive
 
 
 def _election(name: str, status: Status, rest: list[Any]) -> Election:
@@ -95,12 +113,14 @@ class ControllerTables:
             broker_name, flag(living), ids))
 
     async def scan(self, batch: int, *, reelect: bool
-                   ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-        """(replicas past their deadline, sets to re-elect with the masterEpoch seen)."""
-        _, (expired, sets) = await self._calls.call(
+                   ) -> tuple[list[tuple[str, int]], list[SetHealth]]:
+        """(replicas past their deadline, with ``reelect`` every broker set's health)."""
+        _, (expired, flat) = await self._calls.call(
             "controller_scan", scripts.ControllerScanArgs(batch, flag(reelect)))
         return ([(expired[i], int(expired[i + 1])) for i in range(0, len(expired), 2)],
-                [(sets[i], int(sets[i + 1])) for i in range(0, len(sets), 2)])
+                [SetHealth(flat[i], int(flat[i + 1]) if flat[i + 1] else None,
+                           int(flat[i + 2]), flat[i + 3] == "1", int(flat[i + 4]),
+                           flat[i + 5] == "1") for i in range(0, len(flat), 6)])
 
     async def broker_set(self, broker_name: str, *, replicas: bool = False) -> BrokerSet | None:
         """One broker set (with its replicas when asked), or None when unknown."""

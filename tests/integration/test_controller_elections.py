@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from nsfleet.domain.controller import ControllerHeartbeat, Outcome
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore
+from nsfleet.store.controller_tables import SetHealth
 
 pytestmark = pytest.mark.redis
 
@@ -78,5 +79,5 @@ async def test_a_deadline_missed_while_its_worker_is_dead_waits_for_the_grace(
     await store.mark_worker_alive("w", 10_000)  # its worker alive: the deadline counts
     moved = await ct.inactive("s", 1, grace_ms=60_000, unclean=False)
     assert moved is not None and moved.outcome is Outcome.ELECTED and moved.master_id == 3
-    assert await ct.scan(10, reelect=True) == ([], [])
+    assert await ct.scan(10, reelect=True) == ([], [SetHealth("s", 3, 2, True, 1, True)])
     await store.redis.aclose()

@@ -16,6 +16,7 @@ from nsfleet.domain.controller import ControllerHeartbeat
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore, scripts
+from nsfleet.store.controller_tables import SetHealth
 from nsfleet.store.replies import SCRIPT_STATUSES, ScriptReplyError, decode
 
 # --- the include resolver, on a fake lua dir ---------------------------------------------------
@@ -407,7 +408,7 @@ async def _drive_the_controller_scripts(store: RouteStore) -> None:
     assert (await ct.elect("s", None, designate=False, unclean=False,
                            expected_epoch=3)).outcome == "none"
     assert (await ct.broker_set("s")) is not None  # masterEpoch 4: each "none" is a change
-    assert (await ct.scan(10, reelect=True)) == ([], [])
+    assert (await ct.scan(10, reelect=True)) == ([], [SetHealth("s", None, 4, False, 1, False)])
     assert (await ct.clean("nope", [], living=True))[0] == "unknown"
     assert (await ct.clean("s", [], living=False))[0] == "ok"
     assert await ct.broker_set("s") is None
