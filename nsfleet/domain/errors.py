@@ -281,6 +281,19 @@ class ControllerRefused(NameServerError):
 
     http_status = 409
 
-    def __init__(self, code: ResponseCode, remark: str) -> None:
-        super().__init__(remark)
+    def __init__(self, code: ResponseCode, remark: str, detail: str | None = None) -> None:
+        super().__init__(remark, detail)
         self.code = code
+
+
+class UnknownBrokerSet(ControllerRefused):
+    """The HTTP API asked for one broker set the controller does not know: Java's 2008, as a
+    404 (over remoting GET_SYNC_STATE_DATA leaves an unknown name out)."""
+
+    http_status = 404
+
+    def __init__(self, name: str) -> None:
+        super().__init__(ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST,
+                         "Broker metadata is not existed",
+                         f"the controller knows no broker set {name} (nsfleet admin "
+                         "sync-state-set lists them)")
