@@ -1,4 +1,5 @@
-"""The four row tables as Spark sees them: column names, value types and key prefixes.
+"""The row tables as Spark sees them (the route tables and the controller's): column names,
+value types and key prefixes.
 
 One definition serves the ``nsfleet`` data source, the spark-redis schemas in docs/spark.md and
 the tests, so a field added to a row in the Lua scripts needs adding here once. Types follow the
@@ -48,6 +49,14 @@ TABLES: dict[str, tuple[Column, ...]] = {
         ("topic", _S), ("brokerName", _S), ("readQueueNums", _I), ("writeQueueNums", _I),
         ("perm", _I), ("topicSysFlag", _I))),
     "kv": tuple(Column(n, k) for n, k in (("namespace", _S), ("key", _S), ("value", _S))),
+    # The controller's (docs/controller.md): masterBrokerId "" when the set has no master.
+    "broker_sets": tuple(Column(n, k) for n, k in (
+        ("brokerName", _S), ("clusterName", _S), ("nextBrokerId", _L), ("masterBrokerId", _S),
+        ("masterAddress", _S), ("masterEpoch", _I), ("syncStateSet", _S),
+        ("syncStateSetEpoch", _I))),
+    "replicas": tuple(Column(n, k) for n, k in (
+        ("brokerName", _S), ("brokerId", _L), ("brokerAddress", _S),
+        ("registerCheckCode", _S))),
 }
 
 KEY_SUFFIX = {
@@ -55,6 +64,8 @@ KEY_SUFFIX = {
     "groups": "<brokerName>",
     "queues": "<topic>:<brokerName>",
     "kv": "<namespace>:<key> (':' as %3A, '%' as %25)",
+    "broker_sets": "<brokerName>",
+    "replicas": "<brokerName>:<brokerId>",
 }
 """What the key column holds per table (documentation and error messages)."""
 

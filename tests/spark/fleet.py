@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 
 from nsfleet.analytics import tables
 from nsfleet.analytics.tables import Kind
+from nsfleet.domain.controller import ControllerHeartbeat
 from nsfleet.domain.model import PERM_READ, PERM_WRITE, BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore
 from nsfleet.store.keys import Keys
@@ -101,6 +102,18 @@ async def populate(url: str, namespace: str = "fleet", seed: int = 6) -> FleetSp
         for i in range(30):
             await store.kv_put(("ORDER_TOPIC_CONFIG", "app", "ns:with:colons")[i % 3],
                                f"key-{i}" if i != 29 else "a:key%with:specials", f"value-{i}")
+        # Controller broker sets (docs/controller.md): one with a master and an in-sync slave,
+        # one never elected.
+        ct = store.controller
+        for name, elect in (("ctl-a", True), ("ctl-b", False)):
+            for broker_id in (1, 2):
+                addr = f"10.9.{len(name)}.{broker_id}:10911"
+                await ct.apply_broker_id("c0", name, broker_id, f"{addr};1")
+                await ct.heartbeat(ControllerHeartbeat("c0", name, addr, broker_id, 0, 0, 0,
+                                                       60_000, 0), "w:1")
+            if elect:
+                await ct.elect(name, 1, designate=False, unclean=False)
+                await ct.alter_sync_state_set(name, 1, 1, 1, [1, 2])
         keys = Keys(namespace)
         orphans = []
         for i in range(3):

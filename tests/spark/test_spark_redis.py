@@ -45,7 +45,8 @@ def test_spark_redis_reads_typed_complete_rows(spark: SparkSession, client: redi
 
 
 def tables_prefix(table: str) -> str:
-    return {"brokers": "broker", "groups": "group", "queues": "queue", "kv": "kv"}[table]
+    return {"brokers": "broker", "groups": "group", "queues": "queue", "kv": "kv",
+            "broker_sets": "ctl:set", "replicas": "ctl:replica"}[table]
 
 
 def test_key_column_is_the_suffix_after_the_pattern_prefix(client: redis.Redis,
