@@ -32,16 +32,21 @@ class FleetTables:
     groups: DataFrame
     queues: DataFrame
     kv: DataFrame
+    broker_sets: DataFrame  # the controller's (docs/controller.md)
+    replicas: DataFrame
+
+    def all(self) -> tuple[DataFrame, ...]:
+        return (self.brokers, self.groups, self.queues, self.kv, self.broker_sets, self.replicas)
 
     def cache(self) -> FleetTables:
         """Pin one snapshot: without it every action would rescan Redis, and two results of the
         same report could disagree about a broker that expired in between."""
-        for df in (self.brokers, self.groups, self.queues, self.kv):
+        for df in self.all():
             df.cache()
         return self
 
     def unpersist(self) -> None:
-        for df in (self.brokers, self.groups, self.queues, self.kv):
+        for df in self.all():
             df.unpersist()
 
 
@@ -51,7 +56,8 @@ def load_tables(spark: SparkSession, url: str, namespace: str, partitions: int =
         return read_table(spark, table, url=url, namespace=namespace, partitions=partitions,
                           scan_count=scan_count)
 
-    return FleetTables(read("brokers"), read("groups"), read("queues"), read("kv"))
+    return FleetTables(*(read(t) for t in ("brokers", "groups", "queues", "kv", "broker_sets",
+                                           "replicas")))
 
 
 def _zone(col: str = "zoneName") -> Column:
@@ -125,6 +131,23 @@ def groups_without_master(groups: DataFrame, brokers: DataFrame) -> DataFrame:
             .orderBy("cluster", "brokerName"))
 
 
+def controller_broker_sets(broker_sets: DataFrame, replicas: DataFrame,
+                           brokers: DataFrame) -> DataFrame:
+    """The controller's broker sets: master, epochs, in-sync replicas, how many replicas, and
+    whether the master is the route's brokerId 0 (a live master row at its address)."""
+    counts = replicas.groupBy("brokerName").agg(F.count("*").alias("replicas"))
+    routed = (brokers.where(_is_master())
+              .select("brokerName", F.col("brokerAddr").alias("masterAddress"),
+                      F.lit(True).alias("masterRouted")))
+    return (broker_sets.join(counts, "brokerName", "left")
+            .join(routed, ["brokerName", "masterAddress"], "left")
+            .select("brokerName", "clusterName", "masterBrokerId", "masterAddress",
+                    "masterEpoch", "syncStateSet", "syncStateSetEpoch",
+                    F.coalesce(F.col("replicas"), F.lit(0)).alias("replicas"),
+                    F.coalesce(F.col("masterRouted"), F.lit(False)).alias("masterRouted"))
+            .orderBy("brokerName"))
+
+
 def read_only_topics(queues: DataFrame) -> DataFrame:
     """Topics none of whose queue data has PERM_WRITE: producers cannot send to them."""
     return (queues.groupBy("topic")
@@ -186,6 +209,7 @@ class Analysis:
     read_only_topics: DataFrame
     heartbeats: DataFrame
     inconsistencies: DataFrame
+    controller_broker_sets: DataFrame
 
     def items(self) -> list[tuple[str, DataFrame]]:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
@@ -200,6 +224,7 @@ def analyze(t: FleetTables, now_ms: int) -> Analysis:
         read_only_topics=read_only_topics(t.queues),
         heartbeats=heartbeats(t.brokers, now_ms),
         inconsistencies=inconsistencies(t.groups, t.queues, t.brokers),
+        controller_broker_sets=controller_broker_sets(t.broker_sets, t.replicas, t.brokers),
     )
 
 

@@ -75,6 +75,9 @@ def summarize(data: ReportData) -> dict[str, Any]:
         "brokersWithoutGroup": int(kinds.get("broker_without_group", 0)),
         "multiGroupTopics": len(multi),
         "skewedTopics": int((multi["skew"] >= 2).sum()),
+        "controllerBrokerSets": len(r["controller_broker_sets"]),
+        "controllerSetsWithoutMaster": int(
+            (r["controller_broker_sets"]["masterBrokerId"] == "").sum()),
     }
     timeouts = hb["heartbeatTimeoutMillis"] if len(hb) else pd.Series(dtype="int64")
     return {
@@ -232,6 +235,8 @@ def render_markdown(s: Mapping[str, Any], r: Mapping[str, pd.DataFrame]) -> str:
         ("queue data without a group", c["queuesWithoutGroup"]),
         ("groups with no live member", c["groupsWithoutLiveMember"]),
         ("live brokers without a group", c["brokersWithoutGroup"]),
+        ("controller broker sets", c["controllerBrokerSets"]),
+        ("controller sets without a master", c["controllerSetsWithoutMaster"]),
     ], columns=["metric", "value"])
     ages = pd.DataFrame([
         ("heartbeat age", *(_ms(hb["ageMs"][q]) for q in ("min", "p50", "p90", "p99", "max"))),
@@ -277,6 +282,10 @@ def render_markdown(s: Mapping[str, Any], r: Mapping[str, pd.DataFrame]) -> str:
         "`group_without_live_member`: a group none of whose brokers has a live row (expected "
         "until the next sweep); `broker_without_group`: a live broker whose group row is "
         "missing.\n", md_table(r["inconsistencies"]),
+        "## Controller broker sets\n",
+        "RocketMQ 5 controller mode (docs/controller.md): each set's master and epochs, its "
+        "in-sync replicas, and whether the route lists the master as brokerId 0.\n",
+        md_table(r["controller_broker_sets"]),
         "## Files\n",
         "\n".join(f"- `{p}`" for p in [*files["tables"].values(), "summary.json"]) + "\n",
     ]

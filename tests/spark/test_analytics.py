@@ -21,7 +21,7 @@ from tests.spark import fleet
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
 
 TABLE_FILES = ("brokers_by_cluster_zone", "group_topics", "queue_skew", "groups_without_master",
-               "read_only_topics", "heartbeats", "inconsistencies")
+               "read_only_topics", "heartbeats", "inconsistencies", "controller_broker_sets")
 CHART_FILES = ("brokers_by_cluster_zone", "topics_per_group", "queue_skew", "heartbeat_age",
                "deadline_headroom")
 
@@ -38,6 +38,7 @@ def expected_from_redis(url: str, namespace: str) -> dict[str, Any]:
     groups = list(fleet.dump(url, namespace, "groups").values())
     queues = list(fleet.dump(url, namespace, "queues").values())
     kv = list(fleet.dump(url, namespace, "kv").values())
+    sets = list(fleet.dump(url, namespace, "broker_sets").values())
     group_names = {g["brokerName"] for g in groups}
     live_names = {b["brokerName"] for b in brokers}
     master_names = {b["brokerName"] for b in brokers if b["brokerId"] == "0"}
@@ -64,6 +65,8 @@ def expected_from_redis(url: str, namespace: str) -> dict[str, Any]:
         "queuesWithoutGroup": sum(q["brokerName"] not in group_names for q in queues),
         "groupsWithoutLiveMember": len(group_names - live_names),
         "brokersWithoutGroup": sum(b["brokerName"] not in group_names for b in brokers),
+        "controllerBrokerSets": len(sets),
+        "controllerSetsWithoutMaster": sum(s["masterBrokerId"] == "" for s in sets),
     }
     per_zone = Counter((b["cluster"], b["zoneName"] or job.NO_ZONE) for b in brokers)
     return {"counts": counts, "per_zone": per_zone, "brokers": brokers, "skews": skews}
@@ -110,6 +113,10 @@ def test_analytics_end_to_end(spark: SparkSession, redis_server: RedisServer,
     assert len(frames["queue_skew"]) == c["topics"]
     assert len(frames["groups_without_master"]) == c["groupsWithoutMaster"]
     assert len(frames["read_only_topics"]) == c["readOnlyTopics"]
+    ctl = frames["controller_broker_sets"]
+    assert list(ctl["brokerName"]) == ["ctl-a", "ctl-b"]  # the fixture's two sets
+    assert list(ctl["masterBrokerId"]) == ["1", ""] and list(ctl["replicas"]) == [2, 2]
+    assert list(ctl["masterRouted"]) == [False, False]  # no route registration in the fixture
     assert len(frames["brokers_by_cluster_zone"]) == len(want["per_zone"])
     assert Counter(frames["inconsistencies"]["kind"]) == {
         "queue_without_group": 3, "group_without_live_member": 6}
