@@ -102,18 +102,7 @@ class Metrics:
                                       registry=r)
         self.sweep_held = Counter("nsfleet_sweep_held",
                                   "Sweeps held by the mass-expiry guard", registry=r)
-        self.controller_elections = Counter(
-            "nsfleet_controller_elections", "Controller elections this worker made, by outcome "
-            "(elected: a new master; none: the master lost and no replica could take over)",
-            ["outcome"], registry=r)
-        self.controller_sets_without_master = Gauge(
-            "nsfleet_controller_sets_without_master", "Controller broker sets with no live "
-            "master, as this worker's last scan saw them (the fleet's: every worker scans)",
-            registry=r)
-        self.controller_sync_state_set_size = Gauge(
-            "nsfleet_controller_sync_state_set_size", "In-sync replicas of each controller "
-            "broker set (SyncStateSet), as this worker's last scan saw them", ["broker_name"],
-            registry=r)
+        self._controller_metrics(r)
         self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
                                     ["operation"], registry=r)
         self.topics_dropped = Counter("nsfleet_registered_topics_dropped",
@@ -142,6 +131,22 @@ class Metrics:
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
         # /metrics's body when not this registry's alone (serve --processes: every process's).
         self.exposition: Callable[[], Awaitable[bytes]] | None = None
+
+
+    def _controller_metrics(self, r: CollectorRegistry) -> None:
+        """The controller's (docs/controller.md)."""
+        self.controller_elections = Counter(
+            "nsfleet_controller_elections", "Controller elections this worker made, by outcome "
+            "(elected: a new master; none: the master lost and no replica could take over)",
+            ["outcome"], registry=r)
+        self.controller_sets_without_master = Gauge(
+            "nsfleet_controller_sets_without_master", "Controller broker sets with no live "
+            "master, as this worker's last scan saw them (the fleet's: every worker scans)",
+            registry=r)
+        self.controller_sync_state_set_size = Gauge(
+            "nsfleet_controller_sync_state_set_size", "In-sync replicas of each controller "
+            "broker set (SyncStateSet), as this worker's last scan saw them", ["broker_name"],
+            registry=r)
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, looked up once per label values: ``labels()`` takes a
