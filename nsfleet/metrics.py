@@ -132,7 +132,6 @@ class Metrics:
         # /metrics's body when not this registry's alone (serve --processes: every process's).
         self.exposition: Callable[[], Awaitable[bytes]] | None = None
 
-
     def _controller_metrics(self, r: CollectorRegistry) -> None:
         """The controller's (docs/controller.md)."""
         self.controller_elections = Counter(
