@@ -1,7 +1,8 @@
 --[[
   The controller's BROKER_HEARTBEAT (904, oneway; DefaultBrokerHeartbeatManager.onBrokerHeartbeat):
-  a replica's liveness and what the election ranks it by, with its deadline. O(1): one HSET and
-  one ZADD, whatever the fleet's size.
+  a replica's liveness and what the election ranks it by, with its deadline, and the connection
+  it came over (a broker heartbeats every controller address it has: each worker's connection).
+  O(1): two HSETs and one ZADD, whatever the fleet's size.
   Input:
     KEYS[1] namespace prefix "nsfleet:{<ns>}"
     ARGV[i], read as arg_<name> (nsfleet/store/scripts.py, ControllerHeartbeatArgs):
@@ -29,5 +30,6 @@ rcall('HSET', k_ctl_live(arg_name, arg_id), 'clusterName', arg_cluster, 'brokerN
   'confirmOffset', arg_confirm_offset, 'electionPriority', arg_priority,
   'heartbeatTimeoutMills', arg_timeout_ms, 'lastUpdateTimestamp', fmt(now),
   'connection', arg_connection)
+rcall('HSET', k_ctl_conns(arg_name, arg_id), arg_connection, fmt(now))
 rcall('ZADD', k_ctl_deadlines(), fmt(deadline), replica_member(arg_name, arg_id))
 return {'ok', fmt(deadline)}

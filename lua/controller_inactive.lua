@@ -2,8 +2,10 @@
   A replica stops being alive: its connection closed (BrokerHousekeepingService.onChannelClose)
   or its deadline passed (scanNotActiveBroker); if it was its set's master, the election follows
   in the same step (ControllerManager.onBrokerInactive), so a failure noticed by several
-  workers at once is one election. A closed connection counts only when it is the one the
-  replica's last heartbeat came over (a broker that moved to another worker stays alive). A
+  workers at once is one election. A closed connection counts only when no other connection
+  the replica heartbeats over is still in use: one whose worker is alive and whose last
+  heartbeat is within the replica's timeout (a broker heartbeats every controller address it
+  has, and one that moved to another worker stays alive). A
   deadline missed while the worker holding the replica's connection is itself dead (no presence
   key) is given ``arg_grace_ms`` more: the broker is finding another worker, not failing.
   Input:
@@ -31,8 +33,18 @@ local now = now_ms()
 local deadline = rcall('ZSCORE', k_ctl_deadlines(), member)
 if not deadline then return {'kept'} end
 local conn = rcall('HGET', lkey, 'connection') or ''
+local ckey = k_ctl_conns(name, id)
 if arg_connection ~= '' then
-  if conn ~= arg_connection then return {'kept'} end
+  rcall('HDEL', ckey, arg_connection)
+  local timeout = tonumber(rcall('HGET', lkey, 'heartbeatTimeoutMills') or '0')
+  local others = rcall('HGETALL', ckey)
+  for i = 1, #others, 2 do
+    local worker = string.match(others[i], '^(.*):[^:]*$')
+    if tonumber(others[i + 1]) + timeout >= now and worker
+        and rcall('EXISTS', k_worker(worker)) == 1 then
+      return {'kept'}
+    end
+  end
 else
   deadline = tonumber(deadline)
   if deadline >= now then return {'kept'} end
@@ -43,7 +55,7 @@ else
   end
 end
 rcall('ZREM', k_ctl_deadlines(), member)
-rcall('DEL', lkey)
+rcall('DEL', lkey, ckey)
 if rcall('HGET', k_ctl_set(name), 'masterBrokerId') ~= id then return {'ok'} end
 local out = {'ok'}
 for _, v in ipairs(elect(name, nil, false, arg_unclean == '1', now)) do out[#out + 1] = v end

@@ -40,6 +40,7 @@ local function k_changes() return P .. ':changes' end
 local function k_ctl_set(name) return P .. ':ctl:set:' .. name end
 local function k_ctl_replica(name, id) return P .. ':ctl:replica:' .. name .. ':' .. id end
 local function k_ctl_live(name, id) return P .. ':ctl:live:' .. name .. ':' .. id end
+local function k_ctl_conns(name, id) return P .. ':ctl:conns:' .. name .. ':' .. id end
 local function k_ctl_sets() return P .. ':ctl:idx:sets' end
 local function k_ctl_ids(name) return P .. ':ctl:idx:ids:' .. name end
 local function k_ctl_deadlines() return P .. ':ctl:idx:deadlines' end

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from nsfleet.admin import address_list, commands, copy_config, diff
+from nsfleet.admin import address_list, commands, controller_commands, copy_config, diff
 from nsfleet.client.connection import ConnectOptions, add_connection_options
 from nsfleet.client.credentials import TOKEN_ENV
 from nsfleet.client.http import DEFAULT_SERVER, SERVER_ENV, ApiError, FleetUnavailable
@@ -25,9 +25,10 @@ from nsfleet.client.name_service import open_name_service
 from nsfleet.client.remoting import RemotingUnavailable
 
 DESCRIPTION = """\
-mqadmin's NameServer commands, over an nsfleet worker's HTTP API (--server URL[,URL...]) or over
-the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin; works against a Java
-NameServer too). Tables by default, JSON with --json. Both fail over through their list.
+mqadmin's NameServer and controller commands, over an nsfleet worker's HTTP API (--server
+URL[,URL...]) or over the RocketMQ remoting protocol (-n host:9876[;host:9876], as mqadmin;
+works against a Java NameServer too). Tables by default, JSON with --json. Both fail over
+through their list.
 Exit status 1 with one line on stderr on failure, 2 on a usage error."""
 CONNECTION = "connection"
 # Each command's help names the shared options instead of listing them again.
@@ -154,10 +155,41 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = _action(nc_sub, common, "set", "set key=value pairs fleet-wide")
     p.add_argument("pairs", nargs="+", metavar="key=value",
                    help="NamesrvConfig keys and their new values, e.g. orderMessageEnable=true")
+    _controller_commands(sub, common)
     address_list.add_parser(sub, common)
     diff.add_parser(sub, common)  # these two exit with their own statuses (their ``func``)
     copy_config.add_parser(sub, common)
     return admin
+
+
+BROKER_SET = "the broker set's name (brokerName), e.g. broker-a"
+
+
+def _controller_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """RocketMQ 5's controller (brokers in controller mode), served by every nsfleet worker."""
+    c = controller_commands
+    _command(sub, common, "controller-metadata", "the controller's leader and peers "
+             "(getControllerMetaData)", c.controller_metadata)
+    _command(sub, common, "sync-state-set", "controller broker sets: master, epochs, "
+             "SyncStateSet and replicas (getSyncStateSet)", c.sync_state_set).add_argument(
+        "broker_names", nargs="*", metavar="BROKER_NAME",
+        help="broker sets to show (default: every set, HTTP only; -n needs names)")
+    _command(sub, common, "controller-config", "the controller's config (getControllerConfig)",
+             c.controller_config)
+    p = _command(sub, common, "elect-master", "make a replica its broker set's master "
+                 "(electMaster); refused with code 2011 when it is the master already, 2012 "
+                 "when it cannot be (not alive, or not in sync)", c.elect_master)
+    p.add_argument("broker_name", metavar="BROKER_NAME", help=BROKER_SET)
+    p.add_argument("broker_id", metavar="BROKER_ID", type=c.broker_id,
+                   help="the replica's controller broker id (1, 2, ...)")
+    p = _command(sub, common, "clean-broker-metadata", "remove replicas, or a whole broker set, "
+                 "from the controller (cleanBrokerMetadata)", c.clean_broker_metadata)
+    p.add_argument("broker_name", metavar="BROKER_NAME", help=BROKER_SET)
+    p.add_argument("--broker-ids", type=c.broker_ids, metavar="ID[;ID...]",
+                   help="only these replicas, e.g. '1;2' (default: the whole set)")
+    p.add_argument("--clean-living", action="store_true",
+                   help="clean them even while alive or while the set has a master "
+                        "(cleanLivingBroker)")
 
 
 async def _execute(args: argparse.Namespace) -> commands.Output:

@@ -123,3 +123,23 @@ def pairs_table(title: str, columns: tuple[str, str], rows: list[tuple[str, str]
     for a, b in rows:
         _row(table, a, b)
     return table
+
+
+def broker_set_tables(sets: list[dict[str, Any]]) -> list[Table]:
+    """getSyncStateSet: each controller broker set's master, epochs and SyncStateSet, then
+    every replica with its role, liveness and whether it is in sync."""
+    summary = _table("Broker Set", "Cluster", "Master", "Master Addr", "Master Epoch",
+                     "SyncStateSet", "SSS Epoch", title=f"Broker sets ({len(sets)})")
+    replicas = _table("Broker Set", "BID", "Role", "Addr", "Alive", "In Sync",
+                      title=f"Replicas ({sum(len(s['replicas']) for s in sets)})")
+    for s in sets:
+        master = s["masterBrokerId"]
+        _row(summary, s["brokerName"], s["clusterName"] or "-",
+             "none" if master is None else str(master), s["masterAddress"] or "-",
+             str(s["masterEpoch"]), ";".join(map(str, s["syncStateSet"])) or "-",
+             str(s["syncStateSetEpoch"]))
+        for r in s["replicas"]:
+            _row(replicas, s["brokerName"], str(r["brokerId"]),
+                 "MASTER" if r["brokerId"] == master else "SLAVE", r["brokerAddress"],
+                 "alive" if r["alive"] else "not alive", "yes" if r["inSync"] else "no")
+    return [summary, replicas]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nsfleet.client.http import FleetHttp, path
+from nsfleet.client.http_controller import HttpController
 
 if TYPE_CHECKING:
     from nsfleet.client.name_service import Progress
@@ -24,6 +25,7 @@ class HttpNameService:
     def __init__(self, http: FleetHttp) -> None:
         self.http = http
         self.label = ",".join(http.servers)
+        self.controller = HttpController(http)
 
     async def _get(self, *parts: str, **params: str) -> Any:
         return (await self.http.request("GET", path(*parts), params=params or None)).json()

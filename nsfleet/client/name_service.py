@@ -1,8 +1,9 @@
 """One way to reach a name service, for every command that reads or changes one (``nsfleet
 admin``, its ``diff`` and ``copy-config``): the ``NameService`` interface, with one shape per
-operation whichever protocol answers it, and the opener that turns a side (``http(s)://...[,...]``
-for an nsfleet fleet's HTTP API, else ``host:port[;host:port]`` for the remoting protocol of
-nsfleet workers and Java NameServers) and its ``ConnectOptions`` into one.
+operation whichever protocol answers it (and the ``ControllerService`` it carries: RocketMQ 5's
+controller), and the opener that turns a side (``http(s)://...[,...]`` for an nsfleet fleet's
+HTTP API, else ``host:port[;host:port]`` for the remoting protocol of nsfleet workers and Java
+NameServers) and its ``ConnectOptions`` into one.
 
 What is absent raises ``ApiError`` with status 404 (a route, a KV key or namespace), over either
 protocol. Shapes: cluster info as ClusterInfo JSON, a route as TopicRouteData JSON (``brokerAddrs``
@@ -24,10 +25,34 @@ from nsfleet.client.remoting_name_service import RemotingNameService
 Progress = Callable[[int], None]  # told how many more topics were read
 
 
+class ControllerService(Protocol):
+    """RocketMQ 5's controller behind a name service (every nsfleet worker hosts one), in the
+    HTTP API's shapes whichever protocol answers: a broker set is {brokerName, clusterName,
+    masterBrokerId, masterAddress, masterEpoch, syncStateSet, syncStateSetEpoch, replicas
+    [{brokerId, brokerAddress, alive, inSync}]}. A refusal raises ApiError with Java's code
+    (2000-2014) and a message starting "response code N: " and its remark, over either."""
+
+    async def metadata(self) -> dict[str, Any]: ...
+
+    async def config(self) -> dict[str, str]: ...
+
+    async def broker_sets(self, names: Sequence[str]) -> list[dict[str, Any]]:
+        """The sets named that the controller knows, in that order; no names: every set."""
+        ...
+
+    async def elect(self, broker_name: str, broker_id: int) -> dict[str, Any]:
+        """A designated election: the set as it left it."""
+        ...
+
+    async def clean(self, broker_name: str, broker_ids: Sequence[int],
+                    living: bool) -> dict[str, Any]: ...
+
+
 class NameService(Protocol):
     label: str  # the addresses, for reports
     protocol: str  # "HTTP" or "remoting", for messages
     heartbeats_known: bool  # brokers() carries heartbeat ages and deadlines
+    controller: ControllerService
 
     async def cluster_info(self) -> dict[str, Any]: ...
 

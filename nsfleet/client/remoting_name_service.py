@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nsfleet.client.http import ApiError
 from nsfleet.client.remoting import RemotingError
+from nsfleet.client.remoting_controller import RemotingController
 from nsfleet.domain.errors import ResponseCode
 from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.wire.codec import CURRENT_VERSION, RemotingCommand, RequestCode
@@ -45,6 +46,7 @@ class RemotingNameService:
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
         self.label = ";".join(transport.addrs)
+        self.controller = RemotingController(transport)
 
     async def _ok(self, code: int, ext: dict[str, str] | None = None,
                   body: bytes | None = None) -> RemotingCommand:

@@ -14,7 +14,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from nsfleet.domain.errors import NameServerError, TopicRouteNotFound, ValidationError
-from nsfleet.http import address_routes, parse
+from nsfleet.http import address_routes, controller_routes, parse
 from nsfleet.http.errors import make_middleware
 from nsfleet.http.openapi import openapi_document
 from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES, in_table_thread
@@ -426,6 +426,7 @@ def create_app(ns: NameServer, *, options: HttpOptions = HttpOptions(),
     r.add_get("/v1/changes", fleet_changes)
     r.add_get("/v1/kv", kv_namespaces)
     r.add_get("/v1/status", status)
+    controller_routes.add_routes(app, ns.controller)
     if options.ui:
         r.add_get("/ui", ui_index)
         r.add_static("/ui/static", UI_DIR)

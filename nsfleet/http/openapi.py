@@ -20,7 +20,8 @@ _DATA_VERSION = {"type": "object", "properties": {
 _SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["code", "error"], "properties": {
         "code": {"type": "integer", "description": "RocketMQ response code where one applies "
-                 "(17 topic not exist, 22 not found, 1 system error), else the HTTP status"},
+                 "(17 topic not exist, 22 not found, 1 system error, 2000-2014 the "
+                 "controller's refusals), else the HTTP status"},
         "error": {"type": "string"}}},
     "BrokerIdentity": {"type": "object", "required": list(_IDENTITY), "properties": _IDENTITY},
     "DataVersion": _DATA_VERSION,
@@ -88,6 +89,28 @@ _SCHEMAS: dict[str, Any] = {
     "TopicList": {"type": "object", "properties": {
         "topicList": {"type": "array", "items": {"type": "string"}},
         "brokerAddr": {"type": ["string", "null"]}}},
+    "BrokerSet": {"type": "object", "description": "a broker set as RocketMQ 5's controller "
+                  "knows it (null master: none)", "properties": {
+                      "brokerName": {"type": "string"}, "clusterName": {"type": "string"},
+                      "masterBrokerId": {"type": ["integer", "null"]},
+                      "masterAddress": {"type": ["string", "null"]},
+                      "masterEpoch": {"type": "integer"},
+                      "syncStateSet": {"type": "array", "items": {"type": "integer"}},
+                      "syncStateSetEpoch": {"type": "integer"},
+                      "replicas": {"type": "array", "items": {"type": "object", "properties": {
+                          "brokerId": {"type": "integer"}, "brokerAddress": {"type": "string"},
+                          "alive": {"type": "boolean"},
+                          "inSync": {"type": "boolean",
+                                     "description": "in the SyncStateSet"}}}}}},
+    "BrokerSets": {"type": "object", "properties": {"brokerSets": {
+        "type": "array", "items": {"$ref": "#/components/schemas/BrokerSet"}}}},
+    "ElectMaster": {"type": "object", "required": ["brokerId"], "properties": {
+        "brokerId": {"type": "integer", "minimum": 0,
+                     "description": "the replica to make master (designateElect)"}}},
+    "CleanBrokerData": {"type": "object", "properties": {
+        "brokerIds": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                      "description": "the replicas to clean; none: the whole set"},
+        "cleanLivingBroker": {"type": "boolean", "default": False}}},
 }
 
 # (method, path, summary, request schema or None, success schema or description, error statuses)
@@ -165,6 +188,23 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "{addresses: [host:port] or \"host:port;host:port\"}", None, "extra", (400, 503)),
     ("post", "/v1/address-server/extra", "Add and remove fixed extra addresses; body {add: "
      "[host:port], remove: [host:port]}", None, "extra", (400, 503)),
+    ("get", "/v1/controller/metadata", "RocketMQ 5's controller (GET_METADATA_INFO): every "
+     "worker is its leader", None, "group, controllerLeaderId, controllerLeaderAddress, "
+     "isLeader, peers", (503,)),
+    ("get", "/v1/controller/config", "The controller's config (GET_CONTROLLER_CONFIG) as a map",
+     None, "config", ()),
+    ("get", "/v1/controller/broker-sets", "Every broker set in controller mode: master, epochs, "
+     "SyncStateSet and replicas (alive, in sync)", None, "BrokerSets", (503,)),
+    ("get", "/v1/controller/broker-sets/{broker_name}", "One broker set (404 code 2008 when the "
+     "controller does not know it)", None, "BrokerSet", (404, 503)),
+    ("post", "/v1/controller/broker-sets/{broker_name}/elect", "Make a replica the set's master "
+     "(mqadmin electMaster, designated); 409 with Java's code otherwise: 2011 naming the master "
+     "that stays, 2010 an unknown set, 2012 no such candidate", "ElectMaster", "BrokerSet",
+     (400, 409, 413, 503)),
+    ("post", "/v1/controller/broker-sets/{broker_name}/clean", "Remove replicas, or the whole "
+     "set, from the controller (mqadmin cleanBrokerMetadata); 409 code 2009 while one is alive "
+     "(unless cleanLivingBroker) or for an unknown set", "CleanBrokerData",
+     "brokerName, brokerIds, cleanLivingBroker", (400, 409, 413, 503)),
     ("get", "/v1/status", "This worker: its id, its sweeps' removals and guard holds, uptime",
      None, "workerId, sweepHeld, sweepRemovals, uptimeSeconds", ()),
     ("get", "/ui", "The read-only fleet console (HTML; off with --no-ui)", None, "HTML page",

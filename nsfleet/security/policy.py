@@ -38,13 +38,20 @@ class Mode(Enum):
     ENFORCING = "enforcing"
 
 
+# The controller's (docs/controller.md): what a broker in controller mode changes (its
+# SyncStateSet, its election, its registration and id) and reads, and the admin's clean.
+CONTROLLER_BROKER_WRITES = frozenset({1001, 1002, 1003, 1013})
+CONTROLLER_READS = frozenset({1004, 1005, 1006, 1010, 1012})
 # Codes that change the tables (or a broker's liveness: 904 and 322 refresh its deadline).
-WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 217, 318, 327, 904, 322})
-READ_CODES = frozenset({101, 105, 106, 206, 219, 224, 304, 311, 312, 313, 319, 901})
+WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 217, 318, 327, 904, 322, 1011,
+                         *CONTROLLER_BROKER_WRITES})
+READ_CODES = frozenset({101, 105, 106, 206, 219, 224, 304, 311, 312, 313, 319, 901,
+                        *CONTROLLER_READS})
 # What a 4.9.x-5.2 broker sends a NameServer, unsigned: registration, unregistration, heartbeat,
-# the DataVersion query, and the route, cluster-info and member-group reads of its own clients.
-BROKER_WRITE_CODES = frozenset({103, 104, 904, 322})
-UNSIGNED_BROKER_CODES = BROKER_WRITE_CODES | {105, 106, 901}
+# the DataVersion query, and the route, cluster-info and member-group reads of its own clients;
+# and what a 5.x broker in controller mode sends the controller.
+BROKER_WRITE_CODES = frozenset({103, 104, 904, 322, *CONTROLLER_BROKER_WRITES})
+UNSIGNED_BROKER_CODES = BROKER_WRITE_CODES | {105, 106, 901, 1004, 1005, 1012}
 SERVED_CODES = WRITE_CODES | READ_CODES
 
 

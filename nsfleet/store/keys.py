@@ -78,6 +78,9 @@ The controller's tables (RocketMQ 5's controller mode, docs/controller.md), chan
                                         brokerName, brokerId, brokerAddr, epoch, maxOffset,
                                         confirmOffset, electionPriority, heartbeatTimeoutMills,
                                         lastUpdateTimestamp, connection ("<worker>:<n>")
+  P:ctl:conns:<brokerName>:<id>  hash   "<worker>:<n>" -> the last heartbeat over it (epoch ms):
+                                        every connection the replica heartbeats over (a broker
+                                        heartbeats every controller address it has)
   P:ctl:idx:sets                 set    broker set names
   P:ctl:idx:ids:<brokerName>     set    the set's replica ids
   P:ctl:idx:deadlines            zset   "<brokerName>\t<id>" of the live replicas, by deadline
@@ -250,6 +253,9 @@ class Keys:
 
     def ctl_live(self, broker_name: str, broker_id: int) -> str:
         return f"{self.prefix}:ctl:live:{broker_name}:{broker_id}"
+
+    def ctl_conns(self, broker_name: str, broker_id: int) -> str:
+        return f"{self.prefix}:ctl:conns:{broker_name}:{broker_id}"
 
     @property
     def ctl_sets(self) -> str:

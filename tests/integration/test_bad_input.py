@@ -196,7 +196,9 @@ def run_for(seconds: float, step: Callable[[random.Random], None]) -> int:
 JSON_ENDPOINTS = [("POST", "/v1/brokers/register"), ("POST", "/v1/brokers/heartbeat"),
                   ("POST", "/v1/brokers/unregister"), ("POST", "/v1/brokers/query-data-version"),
                   ("PUT", "/v1/kv/bad-ns/k"), ("POST", "/v1/routes/watch"),
-                  ("PUT", "/v1/namesrv-config"), ("PUT", f"/v1/topics/{TOPIC}-new")]
+                  ("PUT", "/v1/namesrv-config"), ("PUT", f"/v1/topics/{TOPIC}-new"),
+                  ("POST", "/v1/controller/broker-sets/bad-set/elect"),
+                  ("POST", "/v1/controller/broker-sets/bad-set/clean")]
 
 
 def nested(rng: random.Random) -> bytes:

@@ -1,12 +1,13 @@
 """The read-only fleet console at /ui, in a real browser (headless Chromium from Debian, driven by
-selenium with the system chromedriver): the page shows what cluster info says, follows a broker
-leaving; and at fleet scale (10,000 topics, 500 brokers): search, sort, paging, the topic and
-broker-group views and the recent-changes panel. bench/console_bench.py makes the
-screenshot of docs/console.md.
+selenium with the system chromedriver): the page shows what cluster info says and the
+controller's broker sets, follows a broker leaving; and at fleet scale (10,000 topics, 500
+brokers): search, sort, paging, the topic and broker-group views and the recent-changes panel.
+bench/console_bench.py makes the screenshot of docs/console.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Iterator
@@ -14,14 +15,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from nsfleet.redis_server import RedisServer
+from nsfleet.store import RouteStore
 from tests.support import big_fleet
+from tests.support.controller_sets import make_broker_set, replica_address
 from tests.support.fleet import wait_until
 from tests.support.workers import WorkerProcess
 from tests.support.workers import request as http
 
 pytestmark = pytest.mark.redis
+
+
+async def _controller_set(redis_url: str, namespace: str) -> None:
+    """A broker set in controller mode, made in the worker's tables as a broker makes it."""
+    redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    store = RouteStore(redis, namespace)
+    await store.load_scripts()
+    await make_broker_set(store, "broker-c", "DemoCluster", (1, 2))
+    await redis.aclose()
 
 
 def broker(name: str, addr: str, broker_id: int, topics: list[str]) -> dict[str, Any]:
@@ -64,6 +77,7 @@ def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path
             assert http("POST", f"{url}/v1/brokers/register", body)[0] == 200
         assert http("PUT", f"{url}/v1/kv/ORDER_TOPIC_CONFIG/Orders",
                     {"value": "broker-a:4;broker-b:4"})[0] == 200
+        asyncio.run(_controller_set(redis_server.url, "console"))
         info = http("GET", f"{url}/v1/cluster-info")[1]
         members = sum(len(g["brokerAddrs"]) for g in info["brokerAddrTable"].values())
         expected = (f"{len(info['clusterAddrTable'])} clusters, "
@@ -76,6 +90,13 @@ def test_the_console_follows_the_fleet(redis_server: RedisServer, tmp_path: Path
         assert groups.text.count("alive") == 3 and "10.0.0.3:10911" in groups.text
         assert "broker-a:4;broker-b:4" in browser.find_element("id", "kv").text
         assert "orderMessageEnable" in browser.find_element("id", "config").text
+        # The controller's broker set: its master, epochs and replicas.
+        assert browser.find_element("id", "controller-count").text == (
+            "1 broker sets, 0 without a live master")
+        controller = browser.find_element("id", "controller").text
+        for text in ("broker-c", f"1 {replica_address('broker-c', 1)}", "1;2 (2)",
+                     f"2 {replica_address('broker-c', 2)} alive, in sync"):
+            assert text in controller, controller
         # Each kind badge ("normal") on one line and inside its cell, at 1400 px and at the
         # narrowest width of the two-panel layout.
         for width in (1400, 1301):

@@ -28,15 +28,21 @@ async def _stores(server: RedisServer, namespace: str) -> list[RouteStore]:
     return out
 
 
-async def _three_replicas(store: RouteStore, timeout_ms: int = 10_000) -> None:
+def _beat(broker_id: int, timeout_ms: int) -> ControllerHeartbeat:
+    return ControllerHeartbeat("C", "s", f"h:{broker_id}", broker_id, 1, 100 * broker_id, 0,
+                               timeout_ms, 0)
+
+
+async def _three_replicas(store: RouteStore, master_timeout_ms: int = 60_000) -> None:
     ct = store.controller
     for i in (1, 2, 3):
         assert await ct.apply_broker_id("C", "s", i, f"h:{i};1") == "ok"
-        await ct.heartbeat(ControllerHeartbeat("C", "s", f"h:{i}", i, 1, 100 * i, 0,
-                                               timeout_ms if i == 1 else 60_000, 0), f"w:{i}")
+        await ct.heartbeat(_beat(i, 60_000), f"w:{i}")
     assert (await ct.elect("s", 1, designate=False, unclean=False)).outcome is Outcome.ELECTED
     status, _ = await ct.alter_sync_state_set("s", 1, 1, 1, [1, 2, 3])
     assert status == "ok"
+    # The master's next heartbeat brings the timeout under test (after the set is whole).
+    await ct.heartbeat(_beat(1, master_timeout_ms), "w:1")
 
 
 @pytest.mark.parametrize("round_", range(20))
@@ -72,7 +78,7 @@ async def test_a_deadline_missed_while_its_worker_is_dead_waits_for_the_grace(
     """A replica whose heartbeats came over a worker that died is finding another worker: no
     election until its deadline plus the grace (the worker's presence key is gone)."""
     (store,) = (await _stores(redis_server, f"ctl-{uuid.uuid4().hex[:8]}"))[:1]
-    await _three_replicas(store, timeout_ms=1)
+    await _three_replicas(store, master_timeout_ms=1)
     await asyncio.sleep(0.05)
     ct = store.controller
     assert await ct.inactive("s", 1, grace_ms=60_000, unclean=False) is None  # worker w dead

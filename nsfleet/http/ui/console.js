@@ -434,9 +434,38 @@ function drawChanges(changes) {
     Object.entries(c.detail).map(([k, v]) => `${k}=${detailText(v)}`).join(" ")]));
 }
 
+// A replica per line: its id, address, whether it is alive and in the SyncStateSet.
+function replicaLines(set) {
+  const box = node("div");
+  for (const r of set.replicas) {
+    const line = node("div", `${r.brokerId} ${r.brokerAddress} `);
+    line.appendChild(node("span", r.alive ? "alive" : "not alive", r.alive ? "alive" : "dead"));
+    line.appendChild(document.createTextNode(r.inSync ? ", in sync" : ", not in sync"));
+    box.appendChild(line);
+  }
+  return box;
+}
+
+// RocketMQ 5's controller: shown once a broker set in controller mode exists.
+function drawController(sets) {
+  $("controller-section").hidden = sets.length === 0;
+  const masterOf = (s) => s.replicas.find((r) => r.brokerId === s.masterBrokerId);
+  const masterless = sets.filter((s) => !masterOf(s)?.alive).length;
+  $("controller-count").textContent =
+    `${sets.length} broker sets, ${masterless} without a live master`;
+  fill($("controller"), sets.map((s) => [
+    s.brokerName, s.clusterName || "-",
+    s.masterBrokerId === null ? ["none", "dead"]
+      : [`${s.masterBrokerId} ${s.masterAddress}`, masterOf(s)?.alive ? "" : "dead"],
+    [s.masterEpoch, "num"],
+    `${s.syncStateSet.join(";") || "-"} (${s.syncStateSetEpoch})`,
+    replicaLines(s)]));
+}
+
 async function drawSide() {
-  const [kv, config, status, changes] = await Promise.all([
-    get("/v1/kv"), get("/v1/namesrv-config"), get("/v1/status"), get("/v1/changes?limit=50")]);
+  const [kv, config, status, changes, controller] = await Promise.all([
+    get("/v1/kv"), get("/v1/namesrv-config"), get("/v1/status"), get("/v1/changes?limit=50"),
+    get("/v1/controller/broker-sets")]);
   const tables = await Promise.all(kv.namespaces.map((ns) =>
     get(`/v1/kv/${encodeURIComponent(ns)}`).then((t) => [ns, t.table])));
   const rows = [];
@@ -451,6 +480,7 @@ async function drawSide() {
                      ["brokers expired by its sweeps", status.sweepRemovals],
                      ["uptime", `${status.uptimeSeconds} s`]]);
   drawChanges(changes.changes);
+  drawController(controller.brokerSets);
 }
 
 // --- redrawing --------------------------------------------------------------------------------

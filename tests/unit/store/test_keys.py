@@ -49,6 +49,7 @@ CASES = [
     ("k_ctl_set('b')", lambda k: k.ctl_set("b")),
     ("k_ctl_replica('b', 2)", lambda k: k.ctl_replica("b", 2)),
     ("k_ctl_live('b', 2)", lambda k: k.ctl_live("b", 2)),
+    ("k_ctl_conns('b', 2)", lambda k: k.ctl_conns("b", 2)),
     ("k_ctl_sets()", lambda k: k.ctl_sets),
     ("k_ctl_ids('b')", lambda k: k.ctl_ids("b")),
     ("k_ctl_deadlines()", lambda k: k.ctl_deadlines),

@@ -1,0 +1,126 @@
+"""RocketMQ 5's controller on the HTTP API: its metadata and config, every broker set with its
+master, epochs, SyncStateSet and replicas, and the admin's two writes (mqadmin electMaster and
+cleanBrokerMetadata). A refusal is Java's controller code and remark (409; an unknown set asked
+for by name, 404), as the remoting port answers it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from nsfleet.domain.controller import BrokerSet, Election, Outcome, Replica
+from nsfleet.domain.errors import (
+    ControllerRefused,
+    ResponseCode,
+    UnknownBrokerSet,
+    ValidationError,
+)
+from nsfleet.domain.java import to_bool, to_int
+from nsfleet.domain.java_properties import parse_properties
+from nsfleet.http import parse
+from nsfleet.service.controller import Controller, still_remark
+
+CONTROLLER_KEY = web.AppKey("controller", Controller)
+
+
+def _controller(request: web.Request) -> Controller:
+    return request.app[CONTROLLER_KEY]
+
+
+def _set_json(name: str, cluster: str, master_id: int | None, master_address: str,
+              master_epoch: int, sync_state_set: tuple[int, ...], sync_state_set_epoch: int,
+              replicas: tuple[Replica, ...]) -> dict[str, Any]:
+    return {"brokerName": name, "clusterName": cluster, "masterBrokerId": master_id,
+            "masterAddress": master_address or None, "masterEpoch": master_epoch,
+            "syncStateSet": list(sync_state_set), "syncStateSetEpoch": sync_state_set_epoch,
+            "replicas": [{"brokerId": r.broker_id, "brokerAddress": r.address,
+                          "alive": r.alive, "inSync": r.broker_id in sync_state_set}
+                         for r in replicas]}
+
+
+def broker_set_json(s: BrokerSet) -> dict[str, Any]:
+    return _set_json(s.broker_name, s.cluster, s.master_id, s.master_address, s.master_epoch,
+                     s.sync_state_set, s.sync_state_set_epoch, s.replicas)
+
+
+def election_json(e: Election) -> dict[str, Any]:
+    """The set as the election left it."""
+    return _set_json(e.broker_name, e.cluster, e.master_id, e.master_address, e.master_epoch,
+                     e.sync_state_set, e.sync_state_set_epoch, e.replicas)
+
+
+async def metadata(request: web.Request) -> web.Response:
+    meta = _controller(request).metadata()
+    return web.json_response({**meta, "isLeader": meta["isLeader"] == "true"})
+
+
+async def config(request: web.Request) -> web.Response:
+    return web.json_response({"config": parse_properties(_controller(request).config_text())})
+
+
+async def broker_sets(request: web.Request) -> web.Response:
+    sets = await _controller(request).broker_sets()
+    return web.json_response({"brokerSets": [broker_set_json(s) for s in sets]})
+
+
+async def broker_set(request: web.Request) -> web.Response:
+    name = request.match_info["broker_name"]
+    found = await _controller(request).sync_state_data([name])
+    if not found:
+        raise UnknownBrokerSet(name)
+    return web.json_response(broker_set_json(found[0]))
+
+
+def _broker_id(value: Any, field: str) -> int:
+    """A broker id as the JSON API reads an integer, but never a boolean (a write naming id
+    ``true`` is a mistake) nor negative (-1 is the controller's own trigger, no id at all)."""
+    if value is None:
+        raise ValidationError(field, "is required")
+    if isinstance(value, bool):
+        raise ValidationError(field, f"is not a broker id: {value!r}")
+    broker_id = to_int(value, field)
+    if broker_id < 0:
+        raise ValidationError(field, f"is not a broker id: {broker_id}")
+    return broker_id
+
+
+async def elect(request: web.Request) -> web.Response:
+    """mqadmin electMaster: the designated broker becomes master if it can; 409 with 2011
+    naming the master that stays when that is the choice."""
+    name = request.match_info["broker_name"]
+    broker_id = _broker_id(parse.json_object(await request.read()).get("brokerId"), "brokerId")
+    election = await _controller(request).elect(name, broker_id, designate=True)
+    if election.outcome is Outcome.STILL:
+        raise ControllerRefused(
+            ResponseCode.CONTROLLER_MASTER_STILL_EXIST, still_remark(election),
+            f"broker {election.master_id} ({election.master_address}) stays master, "
+            f"masterEpoch {election.master_epoch}")
+    return web.json_response(election_json(election))
+
+
+async def clean(request: web.Request) -> web.Response:
+    """mqadmin cleanBrokerMetadata: these ids (none: the whole set) leave the controller;
+    refused (2009) while one is alive unless ``cleanLivingBroker``."""
+    name = request.match_info["broker_name"]
+    body = parse.json_object(await request.read())
+    raw = body.get("brokerIds")
+    if raw is None:  # null names none, as an absent field: the whole set
+        raw = []
+    if not isinstance(raw, list):
+        raise ValidationError("brokerIds", "must be a list of broker ids")
+    ids = [_broker_id(v, f"brokerIds[{i}]") for i, v in enumerate(raw)]
+    living = to_bool(body.get("cleanLivingBroker"), "cleanLivingBroker")
+    await _controller(request).clean(name, ids, living=living)
+    return web.json_response({"brokerName": name, "brokerIds": ids, "cleanLivingBroker": living})
+
+
+def add_routes(app: web.Application, controller: Controller) -> None:
+    app[CONTROLLER_KEY] = controller
+    r = app.router
+    r.add_get("/v1/controller/metadata", metadata)
+    r.add_get("/v1/controller/config", config)
+    r.add_get("/v1/controller/broker-sets", broker_sets)
+    r.add_get("/v1/controller/broker-sets/{broker_name}", broker_set)
+    r.add_post("/v1/controller/broker-sets/{broker_name}/elect", elect)
+    r.add_post("/v1/controller/broker-sets/{broker_name}/clean", clean)
