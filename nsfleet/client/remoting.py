@@ -8,9 +8,10 @@ import asyncio
 import contextlib
 import itertools
 import ssl
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from nsfleet.client.http import ApiError
+from nsfleet.domain.errors import ResponseCode
 from nsfleet.wire import signature
 from nsfleet.wire.codec import (
     CURRENT_VERSION,
@@ -50,6 +51,16 @@ class RemotingError(ApiError):
 
     def __init__(self, code: int, remark: str | None) -> None:
         super().__init__(0, code, f"response code {code}: {remark or ''}".rstrip(": "))
+
+
+async def call_ok(call: Callable[..., Awaitable[RemotingCommand]], code: int,
+                  ext: dict[str, str] | None = None,
+                  body: bytes | None = None) -> RemotingCommand:
+    """``call(code, ext, body)``'s answer; RemotingError unless it is SUCCESS."""
+    resp = await call(code, ext, body)
+    if resp.code != ResponseCode.SUCCESS:
+        raise RemotingError(resp.code, resp.remark)
+    return resp
 
 
 def parse_addrs(addrs: str) -> list[str]:

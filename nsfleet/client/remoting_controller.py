@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nsfleet.client.remoting import RemotingError
+from nsfleet.client.remoting import call_ok
 from nsfleet.domain.errors import ResponseCode
 from nsfleet.domain.java_properties import parse_properties
 from nsfleet.wire.codec import RemotingCommand, RequestCode
@@ -41,10 +41,7 @@ class RemotingController:
 
     async def _ok(self, code: int, ext: dict[str, str] | None = None,
                   body: bytes | None = None) -> RemotingCommand:
-        resp = await self.transport.call(code, ext, body)
-        if resp.code != ResponseCode.SUCCESS:
-            raise RemotingError(resp.code, resp.remark)
-        return resp
+        return await call_ok(self.transport.call, code, ext, body)
 
     async def _clusters(self) -> dict[str, str]:
         """brokerName -> cluster, from the cluster info; none from a controller that does not

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nsfleet.client.http import ApiError
-from nsfleet.client.remoting import RemotingError
+from nsfleet.client.remoting import RemotingError, call_ok
 from nsfleet.client.remoting_controller import RemotingController
 from nsfleet.domain.errors import ResponseCode
 from nsfleet.domain.java_properties import format_properties, parse_properties
@@ -50,10 +50,7 @@ class RemotingNameService:
 
     async def _ok(self, code: int, ext: dict[str, str] | None = None,
                   body: bytes | None = None) -> RemotingCommand:
-        resp = await self.transport.call(code, ext, body)
-        if resp.code != ResponseCode.SUCCESS:
-            raise RemotingError(resp.code, resp.remark)
-        return resp
+        return await call_ok(self.transport.call, code, ext, body)
 
     async def _found(self, code: int, ext: dict[str, str], not_found: ResponseCode,
                      remark_lines: int | None = None) -> RemotingCommand:

@@ -117,10 +117,12 @@ async def clean(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application, controller: Controller) -> None:
     app[CONTROLLER_KEY] = controller
-    r = app.router
-    r.add_get("/v1/controller/metadata", metadata)
-    r.add_get("/v1/controller/config", config)
-    r.add_get("/v1/controller/broker-sets", broker_sets)
-    r.add_get("/v1/controller/broker-sets/{broker_name}", broker_set)
-    r.add_post("/v1/controller/broker-sets/{broker_name}/elect", elect)
-    r.add_post("/v1/controller/broker-sets/{broker_name}/clean", clean)
+    base = "/v1/controller"
+    for method, path, handler in (
+            ("GET", "/metadata", metadata), ("GET", "/config", config),
+            ("GET", "/broker-sets", broker_sets), ("GET", "/broker-sets/{broker_name}", broker_set),
+            ("POST", "/broker-sets/{broker_name}/elect", elect),
+            ("POST", "/broker-sets/{broker_name}/clean", clean)):
+        # add_get also answers HEAD, as the app's other GET routes do.
+        add = app.router.add_get if method == "GET" else app.router.add_post
+        add(base + path, handler)

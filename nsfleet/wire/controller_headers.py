@@ -10,34 +10,29 @@ from nsfleet.wire.headers import RequestHeader, _ext
 
 @dataclass(frozen=True, slots=True)
 class BrokerSetHeader(RequestHeader):
-    """GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader: a broker set."""
+    """GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader: a broker set; the base of the
+    headers that name one."""
 
     cluster_name: str | None = _ext("clusterName")
     broker_name: str | None = _ext("brokerName")
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyBrokerIdHeader(RequestHeader):
-    cluster_name: str | None = _ext("clusterName")
-    broker_name: str | None = _ext("brokerName")
+class ApplyBrokerIdHeader(BrokerSetHeader):
     applied_broker_id: int | None = _ext("appliedBrokerId", "long")
     register_check_code: str | None = _ext("registerCheckCode")
 
 
 @dataclass(frozen=True, slots=True)
-class ControllerRegisterHeader(RequestHeader):
+class ControllerRegisterHeader(BrokerSetHeader):
     """RegisterBrokerToControllerRequestHeader."""
 
-    cluster_name: str | None = _ext("clusterName")
-    broker_name: str | None = _ext("brokerName")
     broker_id: int | None = _ext("brokerId", "long")
     broker_address: str | None = _ext("brokerAddress")
 
 
 @dataclass(frozen=True, slots=True)
-class ElectMasterHeader(RequestHeader):
-    cluster_name: str | None = _ext("clusterName")
-    broker_name: str | None = _ext("brokerName")
+class ElectMasterHeader(BrokerSetHeader):
     broker_id: int | None = _ext("brokerId", "long")
     designate_elect: bool = _ext("designateElect", "bool", False)
 
@@ -50,11 +45,9 @@ class AlterSyncStateSetHeader(RequestHeader):
 
 
 @dataclass(frozen=True, slots=True)
-class CleanBrokerDataHeader(RequestHeader):
+class CleanBrokerDataHeader(BrokerSetHeader):
     """CleanControllerBrokerDataRequestHeader."""
 
-    cluster_name: str | None = _ext("clusterName")
-    broker_name: str | None = _ext("brokerName")
     broker_controller_ids_to_clean: str | None = _ext("brokerControllerIdsToClean")
     clean_living_broker: bool = _ext("isCleanLivingBroker", "bool", False)
 
