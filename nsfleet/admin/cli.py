@@ -188,8 +188,9 @@ def _controller_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--broker-ids", type=c.broker_ids, metavar="ID[;ID...]",
                    help="only these replicas, e.g. '1;2' (default: the whole set)")
     p.add_argument("--clean-living", action="store_true",
-                   help="clean them even while alive or while the set has a master "
-                        "(cleanLivingBroker)")
+                   help="clean the whole set even while alive or while it has a master "
+                        "(cleanLivingBroker: as in Java, it cleans the whole set, so it does not "
+                        "go with --broker-ids)")
 
 
 async def _execute(args: argparse.Namespace) -> commands.Output:

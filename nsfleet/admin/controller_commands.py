@@ -54,6 +54,11 @@ async def elect_master(api: NameService, args: argparse.Namespace) -> Output:
 
 async def clean_broker_metadata(api: NameService, args: argparse.Namespace) -> Output:
     ids = args.broker_ids or []
+    if ids and args.clean_living:
+        # Java ignores the ids with cleanLivingBroker and removes the whole set: refused here,
+        # so that naming one replica never wipes its set.
+        raise ValueError("--clean-living cleans the whole broker set: drop --broker-ids, or "
+                         "drop --clean-living to clean only replicas that are not alive")
     data = await api.controller.clean(args.broker_name, ids, args.clean_living)
     what = (f"replica{'s' if len(ids) > 1 else ''} {';'.join(map(str, ids))} of broker set"
             if ids else "broker set")

@@ -112,7 +112,8 @@ async def clean(request: web.Request) -> web.Response:
     ids = [_broker_id(v, f"brokerIds[{i}]") for i, v in enumerate(raw)]
     living = to_bool(body.get("cleanLivingBroker"), "cleanLivingBroker")
     await _controller(request).clean(name, ids, living=living)
-    return web.json_response({"brokerName": name, "brokerIds": ids, "cleanLivingBroker": living})
+    return web.json_response({"brokerName": name, "brokerIds": [] if living else ids,
+                              "cleanLivingBroker": living})
 
 
 def add_routes(app: web.Application, controller: Controller) -> None:

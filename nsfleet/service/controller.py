@@ -202,6 +202,8 @@ class Controller:
 
     async def clean(self, name: str, ids: Sequence[int], *, living: bool) -> None:
         """CLEAN_BROKER_DATA."""
+        if living:  # Java reads the ids only when not cleaning living brokers: all go
+            ids = ()
         status, rest = await self._tables.clean(name, ids, living=living)
         code = ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA
         if status is Status.MASTER:

@@ -164,11 +164,12 @@ def test_clean_broker_metadata_over_both_protocols(fleet: Fleet,
                                  "Broker clean-a is still alive, clean up failure\n")
     code, out, err = _run(capsys, fleet, "clean-broker-metadata", "clean-a", "--broker-ids", "3")
     assert code == 0 and "cleaned replica 3 of broker set clean-a from the controller" in out
-    assert _ok_remoting(capsys, fleet, "clean-broker-metadata", "clean-a", "--broker-ids",
-                        "2", "--clean-living") == {"brokerName": "clean-a", "brokerIds": [2],
-                                                   "cleanLivingBroker": True}
+    # Java's cleanLivingBroker ignores the ids and takes the whole set: refused together.
+    code, _, err = _remoting(capsys, fleet, "clean-broker-metadata", "clean-a", "--broker-ids",
+                             "2", "--clean-living")
+    assert code == 1 and "--clean-living cleans the whole broker set" in err
     left = _json(capsys, fleet, "sync-state-set", "clean-a")["brokerSets"][0]
-    assert [r["brokerId"] for r in left["replicas"]] == [1] and left["syncStateSet"] == [1]
+    assert [r["brokerId"] for r in left["replicas"]] == [1, 2] and left["syncStateSet"] == [1, 2]
     assert _json(capsys, fleet, "clean-broker-metadata", "clean-b", "--clean-living") == {
         "brokerName": "clean-b", "brokerIds": [], "cleanLivingBroker": True}
     code, _, err = _remoting(capsys, fleet, "sync-state-set", "clean-b")
