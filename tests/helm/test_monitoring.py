@@ -21,7 +21,7 @@ DASHBOARD = json.loads((CHART_DIR / "files" / "dashboard.json").read_text())
 ON = merge(MINIMAL, {"metrics": {"prometheusRule": {"enabled": True},
                                  "grafanaDashboard": {"enabled": True}}})
 ALERT_NAMES = {"NsfleetStoreUnreachable", "NsfleetClusterWithoutLiveBroker", "NsfleetExpiryStorm",
-               "NsfleetWorkerNotReady", "NsfleetHighErrorRate"}
+               "NsfleetWorkerNotReady", "NsfleetHighErrorRate", "NsfleetBrokerSetWithoutMaster"}
 
 
 def dashboard_exprs() -> list[str]:
