@@ -175,6 +175,7 @@ class Worker:
             if settings.controller_port else self._presence.advertise)
         ns.controller.options.leader_id = self._presence.worker_id
         ns.controller.options.unclean = settings.controller_elect_unclean
+        ns.controller.options.default_unclean = settings.controller_elect_unclean
         ns.controller.on_elected.append(RoleNotifier())
         options = HttpOptions(max_body_size=settings.max_body_size,
                               long_poll_max=settings.long_poll_max, ui=settings.ui)

@@ -176,6 +176,11 @@ def _controller_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         help="broker sets to show (default: every set, HTTP only; -n needs names)")
     _command(sub, common, "controller-config", "the controller's config (getControllerConfig)",
              c.controller_config)
+    p = _command(sub, common, "update-controller-config", "change the controller's config on "
+                 "every worker (updateControllerConfig): enableElectUncleanMaster, "
+                 "notifyBrokerRoleChanged", c.update_controller_config)
+    p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", type=c.key_value,
+                   help="a setting and its value, e.g. enableElectUncleanMaster=true")
     p = _command(sub, common, "elect-master", "make a replica its broker set's master "
                  "(electMaster); refused with code 2011 when it is the master already, 2012 "
                  "when it cannot be (not alive, or not in sync)", c.elect_master)

@@ -33,6 +33,12 @@ async def controller_config(api: NameService, args: argparse.Namespace) -> Outpu
         "Controller config", ("Key", "Value"), sorted(config.items()))])
 
 
+async def update_controller_config(api: NameService, args: argparse.Namespace) -> Output:
+    values = dict(pair.split("=", 1) for pair in args.pairs)
+    await api.controller.update_config(values)
+    return await controller_config(api, args)
+
+
 async def sync_state_set(api: NameService, args: argparse.Namespace) -> Output:
     """Names the controller does not know are left out, as GET_SYNC_STATE_DATA leaves them:
     said on stderr."""
@@ -74,6 +80,12 @@ def broker_id(raw: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a broker id")
     return value
+
+
+def key_value(raw: str) -> str:
+    if "=" not in raw or not raw.split("=", 1)[0].strip():
+        raise argparse.ArgumentTypeError(f"{raw!r} is not KEY=VALUE")
+    return raw
 
 
 def broker_ids(raw: str) -> list[int]:

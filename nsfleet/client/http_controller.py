@@ -34,6 +34,9 @@ class HttpController:
     async def config(self) -> dict[str, str]:
         return dict((await self._call("GET", "config"))["config"])
 
+    async def update_config(self, values: dict[str, str]) -> None:
+        await self._call("PUT", "config", body=values)
+
     async def broker_sets(self, names: Sequence[str]) -> list[dict[str, Any]]:
         if not names:
             return list((await self._call("GET", "broker-sets"))["brokerSets"])

@@ -36,6 +36,10 @@ class ControllerService(Protocol):
 
     async def config(self) -> dict[str, str]: ...
 
+    async def update_config(self, values: dict[str, str]) -> None:
+        """UPDATE_CONTROLLER_CONFIG, fleet-wide."""
+        ...
+
     async def broker_sets(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """The sets named that the controller knows, in that order; no names: every set."""
         ...

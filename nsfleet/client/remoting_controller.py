@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsfleet.client.remoting import call_ok
 from nsfleet.domain.errors import ResponseCode
-from nsfleet.domain.java_properties import parse_properties
+from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.wire.codec import RemotingCommand, RequestCode
 from nsfleet.wire.fastjson import dumps_standard, loads_lenient
 
@@ -61,6 +61,10 @@ class RemotingController:
     async def config(self) -> dict[str, str]:
         resp = await self._ok(RequestCode.GET_CONTROLLER_CONFIG)
         return parse_properties((resp.body or b"").decode("utf-8", "replace"))
+
+    async def update_config(self, values: dict[str, str]) -> None:
+        await self._ok(RequestCode.UPDATE_CONTROLLER_CONFIG,
+                       body=format_properties(values).encode())
 
     async def broker_sets(self, names: Sequence[str]) -> list[dict[str, Any]]:
         if not names:

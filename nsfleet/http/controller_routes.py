@@ -17,7 +17,7 @@ from nsfleet.domain.errors import (
     ValidationError,
 )
 from nsfleet.domain.java import to_bool, to_int
-from nsfleet.domain.java_properties import parse_properties
+from nsfleet.domain.java_properties import format_properties, parse_properties
 from nsfleet.http import parse
 from nsfleet.service.controller import Controller, still_remark
 
@@ -57,6 +57,14 @@ async def metadata(request: web.Request) -> web.Response:
 
 async def config(request: web.Request) -> web.Response:
     return web.json_response({"config": parse_properties(_controller(request).config_text())})
+
+
+async def update_config(request: web.Request) -> web.Response:
+    """UPDATE_CONTROLLER_CONFIG: a JSON object of key -> value, as Java Properties text."""
+    values = parse.config_values(parse.json_object(await request.read()))
+    controller = _controller(request)
+    await controller.update_config(format_properties(values))
+    return web.json_response({"config": parse_properties(controller.config_text())})
 
 
 async def broker_sets(request: web.Request) -> web.Response:
@@ -121,9 +129,11 @@ def add_routes(app: web.Application, controller: Controller) -> None:
     base = "/v1/controller"
     for method, path, handler in (
             ("GET", "/metadata", metadata), ("GET", "/config", config),
+            ("PUT", "/config", update_config),
             ("GET", "/broker-sets", broker_sets), ("GET", "/broker-sets/{broker_name}", broker_set),
             ("POST", "/broker-sets/{broker_name}/elect", elect),
             ("POST", "/broker-sets/{broker_name}/clean", clean)):
         # add_get also answers HEAD, as the app's other GET routes do.
-        add = app.router.add_get if method == "GET" else app.router.add_post
+        add = {"GET": app.router.add_get, "POST": app.router.add_post,
+               "PUT": app.router.add_put}[method]
         add(base + path, handler)

@@ -193,6 +193,10 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "isLeader, peers", (503,)),
     ("get", "/v1/controller/config", "The controller's config (GET_CONTROLLER_CONFIG) as a map",
      None, "config", ()),
+    ("put", "/v1/controller/config", "Update the controller's config fleet-wide "
+     "(UPDATE_CONTROLLER_CONFIG): a JSON object of key -> value; enableElectUncleanMaster and "
+     "notifyBrokerRoleChanged apply (every worker within 5 s), other keys are ignored as Java "
+     "ignores them, configBlackList's are refused (403)", None, "config", (400, 403, 413, 503)),
     ("get", "/v1/controller/broker-sets", "Every broker set in controller mode: master, epochs, "
      "SyncStateSet and replicas (alive, in sync)", None, "BrokerSets", (503,)),
     ("get", "/v1/controller/broker-sets/{broker_name}", "One broker set (404 code 2008 when the "

@@ -132,6 +132,13 @@ async def get_controller_config(ns: NameServer, h: EmptyHeader, cmd: RemotingCom
     return ok(cmd, body=ns.controller.config_text().encode())
 
 
+async def update_controller_config(ns: NameServer, h: EmptyHeader, cmd: RemotingCommand,
+                                   conn: Connection) -> RemotingCommand:
+    if cmd.body:
+        await ns.controller.update_config(cmd.body.decode("utf-8", errors="replace"))
+    return ok(cmd)
+
+
 async def heartbeat(ns: NameServer, h: BrokerHeartbeatHeader, cmd: RemotingCommand,
                     conn: Connection) -> RemotingCommand:
     """BROKER_HEARTBEAT: the controller's when it carries the controller's fields (a broker in
@@ -175,5 +182,6 @@ CONTROLLER_HANDLERS: dict[int, Endpoint] = {
         AlterSyncStateSetHeader, alter_sync_state_set, response_header=True),
     RequestCode.CLEAN_BROKER_DATA: Endpoint(CleanBrokerDataHeader, clean_broker_data),
     RequestCode.GET_CONTROLLER_CONFIG: Endpoint(EmptyHeader, get_controller_config),
+    RequestCode.UPDATE_CONTROLLER_CONFIG: Endpoint(EmptyHeader, update_controller_config),
     RequestCode.BROKER_HEARTBEAT: Endpoint(BrokerHeartbeatHeader, heartbeat),
 }

@@ -43,7 +43,7 @@ class Mode(Enum):
 CONTROLLER_BROKER_WRITES = frozenset({1001, 1002, 1003, 1013})
 CONTROLLER_READS = frozenset({1004, 1005, 1006, 1010, 1012})
 # Codes that change the tables (or a broker's liveness: 904 and 322 refresh its deadline).
-WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 217, 318, 327, 904, 322, 1011,
+WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 217, 318, 327, 904, 322, 1009, 1011,
                          *CONTROLLER_BROKER_WRITES})
 READ_CODES = frozenset({101, 105, 106, 206, 219, 224, 304, 311, 312, 313, 319, 901,
                         *CONTROLLER_READS})

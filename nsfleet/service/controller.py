@@ -26,7 +26,15 @@ from nsfleet.domain.controller import (
     Outcome,
     id_set,
 )
-from nsfleet.domain.errors import ControllerRefused, NameServerError, ResponseCode
+from nsfleet.domain.errors import (
+    ConfigBlacklisted,
+    ConfigUnparsable,
+    ControllerRefused,
+    NameServerError,
+    ResponseCode,
+)
+from nsfleet.domain.java import parse_boolean
+from nsfleet.domain.java_properties import parse_properties
 from nsfleet.metrics import Metrics
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.store import RouteStore
@@ -36,6 +44,10 @@ from nsfleet.store.replies import Status
 log = structlog.get_logger(__name__)
 SCAN_BATCH = 100
 REELECT_EVERY = 5  # scans: the look for masterless sets is O(sets), the expiry one O(due)
+# What UPDATE_CONTROLLER_CONFIG may change here (ControllerConfig's fields that change what
+# nsfleet's controller does) and what it may never change (ControllerConfig.configBlackList).
+CONFIG_KEYS = frozenset({"enableElectUncleanMaster", "notifyBrokerRoleChanged"})
+CONFIG_BLACK_LIST = frozenset({"configBlackList", "configStorePath"})
 # A replica whose connection's worker died is given this long past its deadline to find
 # another worker (brokers look up the controller again every 10 s) before it counts as dead.
 WORKER_LOSS_GRACE_MS = 30_000
@@ -46,6 +58,7 @@ class ControllerOptions:
     """ControllerConfig's values that change behaviour (their Java names in the comments)."""
 
     unclean: bool = False  # enableElectUncleanMaster
+    default_unclean: bool = False  # --controller-elect-unclean: until the fleet's config says
     notify_role_changed: bool = True  # notifyBrokerRoleChanged
     scan_interval: float = 1.0  # scanNotActiveBrokerInterval (Java: 5 s)
     leader_address: str = ""  # what GET_METADATA_INFO names as leader: this worker
@@ -77,10 +90,36 @@ class Controller:
 
     # --- requests ------------------------------------------------------------------------------
 
+    async def update_config(self, text: str) -> None:
+        """UPDATE_CONTROLLER_CONFIG: Java Properties text; the settings nsfleet's controller
+        has (``CONFIG_KEYS``) apply to every worker at its next scan, the others are ignored as
+        Java ignores a key no field has; the black list's keys are refused."""
+        try:
+            values = parse_properties(text)
+        except ValueError:
+            raise ConfigUnparsable() from None
+        blocked = sorted(set(values) & CONFIG_BLACK_LIST)
+        if blocked:
+            raise ConfigBlacklisted(", ".join(blocked))
+        known = {k: str(parse_boolean(v)).lower() for k, v in values.items()
+                 if k in CONFIG_KEYS}
+        if known:
+            await self._tables.write_config(known)
+            await self.history.record("controller config updated", **known)
+        await self.refresh_config()
+
+    async def refresh_config(self) -> None:
+        """The fleet-wide settings (UPDATE_CONTROLLER_CONFIG), over the command line's."""
+        found = await self._tables.read_config()
+        o = self.options
+        o.unclean = found.get("enableElectUncleanMaster", str(o.default_unclean).lower()) == "true"
+        o.notify_role_changed = found.get("notifyBrokerRoleChanged", "true") == "true"
+
     def config_text(self) -> str:
         """GET_CONTROLLER_CONFIG: ControllerConfig's behaviour, as Java Properties text."""
         o = self.options
-        values = {"controllerType": "nsfleet", "electMasterMaxRetryCount": "1",
+        values = {"configBlackList": ";".join(sorted(CONFIG_BLACK_LIST)),
+                  "controllerType": "nsfleet", "electMasterMaxRetryCount": "1",
                   "enableControllerInNamesrv": "true",
                   "enableElectUncleanMaster": str(o.unclean).lower(),
                   "notifyBrokerRoleChanged": str(o.notify_role_changed).lower(),
@@ -232,6 +271,8 @@ class Controller:
         """Expire replicas past their deadline, and every REELECT_EVERY scans re-elect sets
         whose master is not alive while another replica is (scanNeedReelectBrokerSets)."""
         self._scans += 1
+        if self._scans % REELECT_EVERY == 1:
+            await self.refresh_config()
         expired, _ = await self._tables.scan(SCAN_BATCH, reelect=False)
         for name, broker_id in expired:
             election = await self._tables.inactive(name, broker_id, grace_ms=WORKER_LOSS_GRACE_MS,

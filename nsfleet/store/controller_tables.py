@@ -148,5 +148,12 @@ class ControllerTables:
                          int(row.get("masterEpoch", 0)), id_set(row.get("syncStateSet", "")),
                          int(row.get("syncStateSetEpoch", 0)), found)
 
+    async def read_config(self) -> dict[str, str]:
+        """The controller's settings changed at run time, fleet-wide (P:ctl:config)."""
+        return dict(await self._calls.redis.hgetall(self._keys.ctl_config))
+
+    async def write_config(self, values: dict[str, str]) -> None:
+        await self._calls.redis.hset(self._keys.ctl_config, mapping=values)
+
     async def broker_set_names(self) -> list[str]:
         return sorted(await self._calls.redis.smembers(self._keys.ctl_sets))

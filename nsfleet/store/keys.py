@@ -81,6 +81,9 @@ The controller's tables (RocketMQ 5's controller mode, docs/controller.md), chan
   P:ctl:conns:<brokerName>:<id>  hash   "<worker>:<n>" -> the last heartbeat over it (epoch ms):
                                         every connection the replica heartbeats over (a broker
                                         heartbeats every controller address it has)
+  P:ctl:config                   hash   the controller's settings changed at run time
+                                        (UPDATE_CONTROLLER_CONFIG): enableElectUncleanMaster,
+                                        notifyBrokerRoleChanged
   P:ctl:idx:sets                 set    broker set names
   P:ctl:idx:ids:<brokerName>     set    the set's replica ids
   P:ctl:idx:deadlines            zset   "<brokerName>\t<id>" of the live replicas, by deadline
@@ -256,6 +259,10 @@ class Keys:
 
     def ctl_conns(self, broker_name: str, broker_id: int) -> str:
         return f"{self.prefix}:ctl:conns:{broker_name}:{broker_id}"
+
+    @property
+    def ctl_config(self) -> str:
+        return f"{self.prefix}:ctl:config"
 
     @property
     def ctl_sets(self) -> str:

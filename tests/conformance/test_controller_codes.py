@@ -204,3 +204,26 @@ async def test_a_controller_port_of_its_own(redis_server: RedisServer) -> None:
         route = await call(c, 105, {"topic": "T"})
         assert (route.code, route.remark) == (3, " request type 105 not supported")
         await c.close()
+
+
+async def test_update_controller_config_applies_to_every_worker(redis_server: RedisServer
+                                                                 ) -> None:
+    """UPDATE_CONTROLLER_CONFIG (1009) on one worker: GET_CONTROLLER_CONFIG (1010) of another
+    shows it (at its next scan); the black list is refused, unparsable text too."""
+    async with running_worker(redis_server.url) as one, \
+            running_worker(redis_server.url, namespace=one.settings.namespace) as two:
+        a, b = await one.connect(), await two.connect()
+        resp = await call(a, 1009, None, b"enableElectUncleanMaster=true\nnoSuchKey=1\n")
+        assert (resp.code, resp.remark) == (SUCCESS, None)
+        assert b"enableElectUncleanMaster=true" in (await call(a, 1010)).body
+        for _ in range(60):  # the other worker reads it at its next scan (every 5 s at most)
+            if b"enableElectUncleanMaster=true" in (await call(b, 1010)).body:
+                break
+            await asyncio.sleep(0.1)
+        assert b"enableElectUncleanMaster=true" in (await call(b, 1010)).body
+        refused = await call(b, 1009, None, b"configStorePath=/tmp/x\n")
+        assert (refused.code, refused.remark) == (16, "Can not update config in black list.")
+        bad = await call(b, 1009, None, b"k=\\u12\n")
+        assert (bad.code, bad.remark) == (SYSTEM_ERROR, "string2Properties error")
+        await a.close()
+        await b.close()

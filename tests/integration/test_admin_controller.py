@@ -1,8 +1,9 @@
 """``nsfleet admin``'s controller commands (controller-metadata, sync-state-set,
-controller-config, elect-master, clean-broker-metadata) against real workers, over the HTTP API
-and over the remoting protocol (the controller's request codes): the same JSON either way, tables,
-and Java's code and remark with exit status 1 on a refusal. The broker sets are made in the
-fleet's namespace through ``store.controller``, as a broker's start-up makes them."""
+controller-config, update-controller-config, elect-master, clean-broker-metadata) against real
+workers, over the HTTP API and over the remoting protocol (the controller's request codes): the
+same JSON either way, tables, and Java's code and remark with exit status 1 on a refusal. The
+broker sets are made in the fleet's namespace through ``store.controller``, as a broker's
+start-up makes them."""
 
 from __future__ import annotations
 
@@ -82,6 +83,17 @@ def test_metadata_and_config_over_both_protocols(fleet: Fleet,
     config = _json(capsys, fleet, "controller-config")
     assert config["config"]["notifyBrokerRoleChanged"] == "true"
     assert _ok_remoting(capsys, fleet, "controller-config") == config
+
+
+def test_update_controller_config_over_both_protocols(fleet: Fleet,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    over_http = _json(capsys, fleet, "update-controller-config", "notifyBrokerRoleChanged=false")
+    assert over_http["config"]["notifyBrokerRoleChanged"] == "false"
+    over_remoting = _ok_remoting(capsys, fleet, "update-controller-config",
+                                 "notifyBrokerRoleChanged=true")
+    assert over_remoting["config"]["notifyBrokerRoleChanged"] == "true"
+    code, _, err = _remoting(capsys, fleet, "update-controller-config", "configStorePath=/x")
+    assert code == 1 and "Can not update config in black list." in err
 
 
 def test_sync_state_set_over_both_protocols(fleet: Fleet,

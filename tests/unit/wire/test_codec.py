@@ -340,7 +340,7 @@ def test_enums_match_java() -> None:
     assert [m.value for m in LanguageCode] == list(range(14))
     assert {c.value for c in RequestCode} == {
         100, 101, 102, 103, 104, 105, 106, 205, 206, 216, 217, 219, 224, 304, 311, 312, 313, 318,
-        319, 322, 327, 901, 904, 905, 1001, 1002, 1003, 1004, 1005, 1006, 1008, 1010, 1011,
+        319, 322, 327, 901, 904, 905, 1001, 1002, 1003, 1004, 1005, 1006, 1008, 1009, 1010, 1011,
         1012, 1013}
     assert {c.name: c.value for c in ResponseCode} == {
         "SUCCESS": 0, "SYSTEM_ERROR": 1, "SYSTEM_BUSY": 2, "REQUEST_CODE_NOT_SUPPORTED": 3,
