@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, cast
 import structlog
 
 from nsfleet.domain.audit import client_account, client_address
-from nsfleet.domain.errors import NameServerError, StoreFailed, StoreUnavailable
+from nsfleet.domain.errors import (
+    ControllerRefused,
+    NameServerError,
+    StoreFailed,
+    StoreUnavailable,
+)
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
@@ -190,6 +195,9 @@ class RemotingProtocol(asyncio.Protocol):
             if isinstance(exc, StoreUnavailable | StoreFailed):
                 ns.metrics.redis_errors.labels(str(cmd.code)).inc()
                 log.warning("remoting request failed", code=cmd.code, error=exc.remark)
+            elif isinstance(exc, ControllerRefused):  # as Java's controller logs each one
+                log.info("controller request refused", code=cmd.code, response=int(exc.code),
+                         remark=exc.remark)
             response = error_response(cmd, exc, endpoint is not None and endpoint.response_header)
         except Exception as exc:  # a bug: answered like UtilAll.exceptionSimpleDesc
             log.warning("remoting handler failed", code=cmd.code, error=repr(exc))

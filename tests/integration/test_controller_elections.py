@@ -1,7 +1,8 @@
 """Two workers acting on the same failure at the same moment make one election (the issue's
 fencing rule), on a real redis-server: each worker is its own RouteStore on its own
 connection, and each notices the master's failure its own way (its connection closing, its
-deadline passing, the scan of sets without a live master, a broker's own ELECT_MASTER)."""
+deadline passing, the scan of sets without a live master, a broker's own ELECT_MASTER). And a
+worker cut off from Redis elects nothing until Redis is back."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import pytest
 import redis.asyncio as aioredis
 
 from nsfleet.domain.controller import ControllerHeartbeat, Outcome
+from nsfleet.metrics import Metrics
 from nsfleet.redis_server import RedisServer
+from nsfleet.service.controller import Controller
+from nsfleet.service.history import ChangeRecorder
 from nsfleet.store import RouteStore
 from nsfleet.store.controller_tables import SetHealth
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.redis
 
@@ -87,3 +92,39 @@ async def test_a_deadline_missed_while_its_worker_is_dead_waits_for_the_grace(
     assert moved is not None and moved.outcome is Outcome.ELECTED and moved.master_id == 3
     assert await ct.scan(10, reelect=True) == ([], [SetHealth("s", 3, 2, True, 1, True)])
     await store.redis.aclose()
+
+
+async def test_no_election_while_the_store_is_away_and_one_when_it_is_back(
+        redis_server: RedisServer) -> None:
+    """A worker cut off from Redis elects nothing (it cannot: only the scripts elect, so no
+    election is made from a stale view), and its scan elects once Redis is back."""
+    namespace = f"ctl-{uuid.uuid4().hex[:8]}"
+    (direct,) = (await _stores(redis_server, namespace))[:1]
+    await _three_replicas(direct)
+    await direct.mark_worker_alive("w", 60_000)
+    proxy = TcpProxy(redis_server.port).start()
+    cut_off = RouteStore(aioredis.Redis.from_url(proxy.url, decode_responses=True), namespace)
+    await cut_off.load_scripts()
+    metrics = Metrics()
+    controller = Controller(cut_off, metrics, ChangeRecorder(cut_off.history, metrics))
+    controller.options.scan_interval = 0.05
+    controller.start()
+    try:
+        proxy.cut()
+        # The master falls silent while the worker cannot reach Redis.
+        await direct.controller.heartbeat(_beat(1, 1), "w:1")
+        await asyncio.sleep(0.5)
+        during = await direct.controller.broker_set("s")
+        assert during is not None and (during.master_id, during.master_epoch) == (1, 1)
+        proxy.restore()
+        for _ in range(100):
+            after = await direct.controller.broker_set("s")
+            if after is not None and after.master_id != 1:
+                break
+            await asyncio.sleep(0.05)
+        assert after is not None and (after.master_id, after.master_epoch) == (3, 2), after
+    finally:
+        await controller.stop()
+        proxy.stop()
+        await cut_off.redis.aclose()
+        await direct.redis.aclose()
