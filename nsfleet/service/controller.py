@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -61,6 +62,10 @@ class ControllerOptions:
     default_unclean: bool = False  # --controller-elect-unclean: until the fleet's config says
     notify_role_changed: bool = True  # notifyBrokerRoleChanged
     scan_interval: float = 1.0  # scanNotActiveBrokerInterval (Java: 5 s)
+    # A worker just started scans for nothing this long: brokers whose workers all restarted
+    # (a rollout, a whole-fleet restart) need a moment to reconnect and heartbeat again, and
+    # the presence keys of the workers they left outlive a quick restart.
+    startup_grace: float = 15.0
     leader_address: str = ""  # what GET_METADATA_INFO names as leader: this worker
     leader_id: str = ""
 
@@ -86,6 +91,7 @@ class Controller:
         self.on_elected: list[Callable[[Election], None]] = []
         self._task: asyncio.Task[None] | None = None
         self._scans = 0
+        self._grace_until = 0.0  # monotonic time: see ControllerOptions.startup_grace
         self._reported: set[str] = set()  # broker sets with a SyncStateSet size gauge
 
     # --- requests ------------------------------------------------------------------------------
@@ -273,6 +279,8 @@ class Controller:
         self._scans += 1
         if self._scans % REELECT_EVERY == 1:
             await self.refresh_config()
+        if time.monotonic() < self._grace_until:
+            return
         expired, _ = await self._tables.scan(SCAN_BATCH, reelect=False)
         for name, broker_id in expired:
             election = await self._tables.inactive(name, broker_id, grace_ms=WORKER_LOSS_GRACE_MS,
@@ -330,6 +338,7 @@ class Controller:
     # --- running -------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._grace_until = time.monotonic() + self.options.startup_grace
         self._task = asyncio.create_task(self._scan_forever())
 
     async def stop(self) -> None:

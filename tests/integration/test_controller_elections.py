@@ -108,6 +108,7 @@ async def test_no_election_while_the_store_is_away_and_one_when_it_is_back(
     metrics = Metrics()
     controller = Controller(cut_off, metrics, ChangeRecorder(cut_off.history, metrics))
     controller.options.scan_interval = 0.05
+    controller.options.startup_grace = 0
     controller.start()
     try:
         proxy.cut()

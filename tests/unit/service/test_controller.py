@@ -68,6 +68,21 @@ async def test_a_request_to_elect_while_the_master_lives_keeps_it(store: RouteSt
     assert refused.value.code == 2010
 
 
+async def test_a_worker_just_started_expires_nobody(store: RouteStore) -> None:
+    """A fleet restarted whole: brokers need a moment to heartbeat the new workers."""
+    controller, _, told = _controller(store)
+    await _set_with_slave(store, master_timeout_ms=1)
+    await asyncio.sleep(0.01)
+    controller.options.scan_interval = 0.01
+    controller.start()
+    await asyncio.sleep(0.1)
+    await controller.stop()
+    assert (await controller.replica_info("s")).master_id == 1 and told == []
+    later, _, _ = _controller(store)  # a worker up for longer (never started: no grace)
+    await later.scan_once()
+    assert (await later.replica_info("s")).master_id == 2
+
+
 async def test_the_scan_survives_a_store_outage(store: RouteStore) -> None:
     controller, _, told = _controller(store)
     await store.redis.aclose()
