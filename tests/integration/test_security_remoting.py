@@ -74,6 +74,22 @@ def request_for(code: int) -> tuple[dict[str, str], bytes | None]:
         327: ({"brokerName": "broker-a"}, None),
         901: ({"clusterName": "c1", "brokerName": "broker-a"}, None),
         904: ({k: ident[k] for k in ("brokerAddr", "brokerName", "clusterName")}, None),
+        # The controller's (docs/controller.md), as a broker in controller mode or mqadmin.
+        1001: ({"brokerName": "broker-a", "masterBrokerId": "1", "masterEpoch": "1"},
+               b'{"syncStateSet":[1],"syncStateSetEpoch":1}'),
+        1002: ({"clusterName": "c1", "brokerName": "broker-a", "brokerId": "1",
+                "designateElect": "false"}, None),
+        1003: ({"clusterName": "c1", "brokerName": "broker-a", "brokerId": "1",
+                "brokerAddress": "10.0.0.1:10911"}, None),
+        1004: ({"brokerName": "broker-a"}, None),
+        1005: ({}, None),
+        1006: ({}, b'["broker-a"]'),
+        1009: ({}, b"notifyBrokerRoleChanged=true"),
+        1010: ({}, None),
+        1011: ({"clusterName": "c1", "brokerName": "broker-a"}, None),
+        1012: ({"clusterName": "c1", "brokerName": "broker-a"}, None),
+        1013: ({"clusterName": "c1", "brokerName": "broker-a", "appliedBrokerId": "1",
+                "registerCheckCode": "10.0.0.1:10911;1"}, None),
     }[code]
 
 
