@@ -297,6 +297,36 @@ def test_two_broker_sets_each_get_their_own_master(plane: Plane, set_a: BrokerSe
           f" over both sets in {d.seconds:.1f} s")
 
 
+# --- every worker restarted ---------------------------------------------------------------------
+
+
+def test_every_worker_restarted_keeps_the_master_and_its_epoch(plane: Plane,
+                                                               set_a: BrokerSet) -> None:
+    """The whole fleet stopped (SIGTERM) and started again on the same ports: the controller's
+    state is in Redis, so the master and masterEpoch stay, and the brokers carry on."""
+    if not plane.workers:
+        pytest.skip("restarts the fleet's workers: Java's controller here is one process")
+    s = restore(plane, set_a)
+    for w in plane.workers:
+        w.stop()
+    time.sleep(2.0)  # the brokers' requests fail meanwhile
+    for w in plane.workers:
+        w.start()
+    assert [remoting(w) for w in plane.workers] == plane.controller_addrs, "ports moved"
+    t0 = time.monotonic()
+    # Past a heartbeat timeout and a scan: nothing may expire while the brokers reconnect.
+    while time.monotonic() - t0 < HEARTBEAT_TIMEOUT + SCAN_SLACK:
+        info = jr5.replica_info(plane.ask(), "broker-a")
+        assert (info.master_address, info.master_epoch) == (s.master.addr, s.info.master_epoch), (
+            f"{time.monotonic() - t0:.1f} s after the restart: {info}, was {s.info}")
+        time.sleep(0.5)
+    back = restore(plane, set_a)
+    assert back.master is s.master and back.info.master_epoch == s.info.master_epoch
+    d = assert_delivered(plane)
+    print(f"whole fleet restarted: master {s.master.addr} and masterEpoch "
+          f"{s.info.master_epoch} kept; {d.received}/{N} after")
+
+
 # --- (d) ----------------------------------------------------------------------------------------
 
 
