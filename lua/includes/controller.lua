@@ -20,6 +20,13 @@ local function id_text(ids)
   return table.concat(ids, ';')
 end
 
+-- Every replica id of the set, ascending.
+local function set_ids(name)
+  local ids = rcall('SMEMBERS', k_ctl_ids(name))
+  table.sort(ids, function(a, b) return tonumber(a) < tonumber(b) end)
+  return ids
+end
+
 -- Alive: a controller heartbeat whose deadline is still ahead (isBrokerActive).
 local function replica_alive(name, id, now)
   local deadline = rcall('ZSCORE', k_ctl_deadlines(), replica_member(name, id))
@@ -60,7 +67,7 @@ end
 -- The set's replicas: a flat list id, address, "1" when alive else "0" (ids ascending).
 local function replica_rows(name, now)
   local out = {}
-  for _, id in ipairs(id_list(table.concat(rcall('SMEMBERS', k_ctl_ids(name)), ';'))) do
+  for _, id in ipairs(set_ids(name)) do
     out[#out + 1] = id
     out[#out + 1] = rcall('HGET', k_ctl_replica(name, id), 'brokerAddress') or ''
     out[#out + 1] = replica_alive(name, id, now) and '1' or '0'
@@ -95,8 +102,7 @@ local function elect(name, requester, designate, unclean, now)
     local prefer = designate and requester or nil
     new = try_elect(name, sss, now, old, prefer)
     if new == nil and unclean then
-      new = try_elect(name, id_list(table.concat(rcall('SMEMBERS', k_ctl_ids(name)), ';')),
-        now, old, prefer)
+      new = try_elect(name, set_ids(name), now, old, prefer)
     end
   end
   if new ~= nil and new == old then

@@ -18,6 +18,7 @@ from nsfleet.domain.controller import (
     id_set,
 )
 from nsfleet.store import scripts
+from nsfleet.store.keys import replica_member
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Reply, Status
 from nsfleet.store.script_calls import ScriptCalls, flag
@@ -136,7 +137,7 @@ class ControllerTables:
                 pipe.hget(k.ctl_replica(broker_name, i), "brokerAddress")
             pipe.time()
             for i in ids:
-                pipe.zscore(k.ctl_deadlines, f"{broker_name}\t{i}")
+                pipe.zscore(k.ctl_deadlines, replica_member(broker_name, i))
             out = await pipe.execute()
             addrs, (seconds, micros), deadlines = out[:len(ids)], out[len(ids)], out[len(ids) + 1:]
             now = seconds * 1000 + micros // 1000
