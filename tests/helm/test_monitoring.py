@@ -1,11 +1,14 @@
 """The chart's Grafana dashboard ConfigMap and PrometheusRule (metrics.grafanaDashboard,
-metrics.prometheusRule): off by default, rendered from files/ when on, and naming only metrics
-the workers export."""
+metrics.prometheusRule): off by default, rendered from files/ when on, naming only metrics the
+workers export, its queries valid PromQL (promtool) and its panels laid out without overlap."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import helm_python as helm
 import pytest
@@ -69,13 +72,77 @@ def test_dashboard_covers_what_an_operator_watches() -> None:
     titles = " | ".join(p["title"] for p in DASHBOARD["panels"]).lower()
     for topic in ("reads", "registrations", "latency", "cache hit rate", "store availability",
                   "expiries", "guard holds", "access denials",
-                  "answered from a stale view during a store outage"):
+                  "answered from a stale view during a store outage",
+                  "broker sets without a master", "controller elections",
+                  "in-sync replicas by broker set"):
         assert topic in titles, topic
     assert {v["name"] for v in DASHBOARD["templating"]["list"]} == {"datasource", "job"}
     for panel in DASHBOARD["panels"]:
         for target in panel.get("targets", []):
             assert target["datasource"]["uid"] == "${datasource}"
             assert 'job=~"$job"' in target["expr"], target["expr"]
+
+
+def test_dashboard_layout_has_unique_ids_and_no_overlap() -> None:
+    """Panel ids are unique; every panel lies within Grafana's 24 columns, none overlaps
+    another, and each row spans the width above its panels."""
+    panels = DASHBOARD["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids)), ids
+    cells: dict[tuple[int, int], int] = {}
+    for p in panels:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24, (p["id"], g)
+        if p["type"] == "row":
+            assert (g["x"], g["w"], g["h"]) == (0, 24, 1), (p["id"], g)
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                assert (x, y) not in cells, f"panel {p['id']} overlaps {cells[(x, y)]} at {x},{y}"
+                cells[(x, y)] = p["id"]
+    # In the file's order, top to bottom: each panel below its row (a new row starts lower).
+    tops = [(p["gridPos"]["y"], p["gridPos"]["x"]) for p in panels]
+    assert tops == sorted(tops)
+
+
+def test_the_controller_row_is_last_and_aggregates_like_the_alert() -> None:
+    rows = [i for i, p in enumerate(DASHBOARD["panels"]) if p["type"] == "row"]
+    controller = DASHBOARD["panels"][rows[-1]:]
+    assert controller[0]["title"] == "Controller"
+    exprs = [t["expr"] for p in controller[1:] for t in p["targets"]]
+    assert {m for e in exprs for m in re.findall(r"nsfleet_\w+", e)} == {
+        "nsfleet_controller_sets_without_master", "nsfleet_controller_elections_total",
+        "nsfleet_controller_sync_state_set_size"}
+    # Every worker exports the fleet's count: as NsfleetBrokerSetWithoutMaster, the lowest
+    # worker's count per fleet, never the workers' sum; red from one set on.
+    alert = next(r["expr"] for g in ALERTS["groups"] for r in g["rules"]
+                 if r["alert"] == "NsfleetBrokerSetWithoutMaster")
+    per_fleet = alert.split(" > ")[0].replace(
+        "without_master)", 'without_master{job=~"$job"})')
+    stat = next(p for p in controller if p["type"] == "stat")
+    assert [t["expr"] for t in stat["targets"]] == [f"sum({per_fleet})"]
+    steps = stat["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [s["color"] for s in steps] == ["green", "red"] and steps[1]["value"] == 1
+    # A gauge every worker exports per set: the highest worker's value, never a sum.
+    (sss,) = [e for e in exprs if "sync_state_set_size" in e]
+    assert sss.startswith("max by (broker_name) (")
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool (Debian: prometheus) missing")
+def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
+    """Each query as Grafana sends it ($job: every job), a recording rule promtool parses."""
+    exprs = [e.replace('"$job"', '".+"').replace("$__rate_interval", "1m")
+             for e in dashboard_exprs()]
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:query{i}", "expr": e} for i, e in enumerate(exprs)]}]}
+    (tmp_path / "dashboard.yaml").write_text(yaml.safe_dump(rules))
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "check", "rules", str(tmp_path / "dashboard.yaml")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in done.stdout
 
 
 def test_dashboard_and_alerts_name_only_exported_metrics() -> None:

@@ -1,6 +1,7 @@
 """A real Prometheus (Debian's prometheus package) scrapes two real workers, and every query of
 the chart's Grafana dashboard returns series: brokers registered over HTTP and remoting, reads
-over both, a broker that expires, a refused request, then a Redis outage."""
+over both, a broker that expires, a refused request, a controller broker set whose master a
+worker elects, then a Redis outage."""
 
 from __future__ import annotations
 
@@ -16,19 +17,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 
 from nsfleet.client.broker_loop import BrokerIdentity
 from nsfleet.client.remoting import NamesrvClient
 from nsfleet.client.remoting_broker import RemotingBrokerAgent
 from nsfleet.domain.model import TopicConfig
 from nsfleet.redis_server import RedisServer, free_port
+from nsfleet.store import RouteStore
 from nsfleet.wire.codec import RequestCode
+from tests.support.controller_sets import make_broker_set
 from tests.support.workers import WorkerProcess, request
 
 pytestmark = pytest.mark.redis
 PROMETHEUS = shutil.which("prometheus")
 DASHBOARD = Path(__file__).parents[2] / "helm" / "nsfleet" / "files" / "dashboard.json"
 WAIT = 60.0  # seconds any one condition may take (scrapes every second)
+NAMESPACE = "scrape"
 
 
 def dashboard_queries() -> list[str]:
@@ -94,7 +99,7 @@ def test_prometheus_scrapes_two_workers_and_every_dashboard_query_has_series(
         tmp_path: Path, redis: RedisServer) -> None:
     token = tmp_path / "write.token"
     token.write_text("s3cret-write-token\n")
-    env = {"NSFLEET_REDIS_URL": redis.url, "NSFLEET_NAMESPACE": "scrape",
+    env = {"NSFLEET_REDIS_URL": redis.url, "NSFLEET_NAMESPACE": NAMESPACE,
            "NSFLEET_SWEEP_INTERVAL": "1", "NSFLEET_LOG_FORMAT": "json"}
     open_worker = WorkerProcess(env, tmp_path / "w1.log").start()
     tokened = WorkerProcess({**env, "NSFLEET_WRITE_TOKEN_FILE": str(token)},
@@ -109,6 +114,13 @@ def test_prometheus_scrapes_two_workers_and_every_dashboard_query_has_series(
         agent = asyncio.run_coroutine_threadsafe(_traffic(open_worker), loop).result(30)
         # A refused write (no token): an access denial.
         assert request("POST", f"{tokened.url}/v1/brokers/unregister", {})[0] == 401
+        # The controller: a broker set (master 1, both replicas in sync) and a worker's
+        # election (the admin's electMaster) for the elections panel; every worker's scan
+        # (after its start-up grace) reports the set's SyncStateSet size.
+        asyncio.run_coroutine_threadsafe(_broker_set(redis.url), loop).result(30)
+        status, elected = request("POST", f"{open_worker.url}/v1/controller/broker-sets/"
+                                  "ctl-a/elect", {"brokerId": 2})
+        assert status == 200 and elected["masterBrokerId"] == 2, elected
         queries = [q for q in dashboard_queries() if "nsfleet_redis_errors_total" not in q]
         wait_for("both workers scraped",
                  lambda: len(prometheus.query('up{job="nsfleet"} == 1')) == 2, prometheus.log)
@@ -141,6 +153,17 @@ def test_prometheus_scrapes_two_workers_and_every_dashboard_query_has_series(
         prometheus.stop()
         for worker in (open_worker, tokened):
             worker.stop()
+
+
+async def _broker_set(redis_url: str) -> None:
+    """A controller broker set in the workers' namespace, as a broker's start-up makes it."""
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        store = RouteStore(client, NAMESPACE)
+        await store.load_scripts()
+        await make_broker_set(store, "ctl-a", "DefaultCluster", (1, 2))
+    finally:
+        await client.aclose()
 
 
 async def _traffic(worker: WorkerProcess) -> RemotingBrokerAgent:
