@@ -15,7 +15,7 @@
 Needs shared/java-rocketmq5 and shared/java-rocketmq5-controller beside the clone (their
 README.md). Writes bench/results/controller.json.
 
-    .venv/bin/python bench/controller.py [--rounds 5] [--stop-rounds 1] [--nsfleet-only]
+    .venv/bin/python bench/controller.py [--rounds 5] [--stop-rounds 3] [--nsfleet-only]
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ async def heartbeats() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="kill -9 rounds per side")
-    parser.add_argument("--stop-rounds", type=int, default=1, help="SIGSTOP rounds per side")
+    parser.add_argument("--stop-rounds", type=int, default=3, help="SIGSTOP rounds per side")
     parser.add_argument("--nsfleet-only", action="store_true", help="no Java controller")
     parser.add_argument("--heartbeats-only", action="store_true", help="no failover rounds")
     args = parser.parse_args()

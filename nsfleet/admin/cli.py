@@ -196,6 +196,20 @@ def _controller_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="clean the whole set even while alive or while it has a master "
                         "(cleanLivingBroker: as in Java, it cleans the whole set, so it does not "
                         "go with --broker-ids)")
+    p = _command(sub, common, "controller-import", "copy broker sets from a Java controller "
+                 "into the fleet: ids, master and epochs (docs/controller.md, moving a running "
+                 "set; through the HTTP API)", c.controller_import)
+    p.add_argument("broker_names", nargs="*", metavar="BROKER_NAME",
+                   help="sets to import (default: every brokerName in the fleet's routes)")
+    p.add_argument("--from", dest="source", required=True, metavar="HOST:PORT",
+                   help="the Java controller's address (controllerAddr; an embedded one "
+                        "listens beside its NameServer, e.g. :9878)")
+    p.add_argument("--grace", type=c.grace_seconds, default=150.0, metavar="SECONDS",
+                   help="how long a replica the Java controller saw alive counts alive on the "
+                        "fleet before its own heartbeats arrive (default 150: brokers re-read "
+                        "controllerAddr every 2 minutes)")
+    p.add_argument("--cluster", metavar="CLUSTER",
+                   help="the sets' cluster when the fleet's routes do not name it")
 
 
 async def _execute(args: argparse.Namespace) -> commands.Output:
@@ -247,9 +261,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"nsfleet admin {args.admin_command}: warning: {warning}", file=sys.stderr)
     if getattr(args, "json", False):
         print(json.dumps(out.data, indent=2, sort_keys=True))
-        return 0
+        return int(out.failed)
     # Wide when piped, so columns are not folded at the 80 columns rich assumes then.
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
     for renderable in out.show:
         console.print(renderable)
-    return 0
+    return int(out.failed)

@@ -23,6 +23,7 @@ class Output:
     data: Any
     show: list[RenderableType] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for stderr, with --json too
+    failed: bool = False  # printed whole, then exit status 1 (a part of it was refused)
 
 
 Command = Callable[[NameService, argparse.Namespace], Awaitable[Output]]

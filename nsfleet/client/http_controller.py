@@ -52,6 +52,11 @@ class HttpController:
         found = await asyncio.gather(*(one(n) for n in dict.fromkeys(names)))
         return [s for s in found if s is not None]
 
+    async def import_set(self, broker_set: dict[str, Any],
+                         grace_seconds: float) -> dict[str, Any]:
+        return dict(await self._call("PUT", "broker-sets", broker_set["brokerName"],
+                                     body={**broker_set, "graceSeconds": grace_seconds}))
+
     async def elect(self, broker_name: str, broker_id: int) -> dict[str, Any]:
         return dict(await self._call("POST", "broker-sets", broker_name, "elect",
                                      body={"brokerId": broker_id}))

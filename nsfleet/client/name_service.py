@@ -44,6 +44,12 @@ class ControllerService(Protocol):
         """The sets named that the controller knows, in that order; no names: every set."""
         ...
 
+    async def import_set(self, broker_set: dict[str, Any],
+                         grace_seconds: float) -> dict[str, Any]:
+        """A set as another controller answers it, written unless the fleet has it or has moved
+        past it: {imported, brokerSet}. HTTP only."""
+        ...
+
     async def elect(self, broker_name: str, broker_id: int) -> dict[str, Any]:
         """A designated election: the set as it left it."""
         ...

@@ -89,6 +89,11 @@ class RemotingController:
                  "replicas": _replicas(info)}
                 for name in wanted if (info := table.get(name)) is not None]
 
+    async def import_set(self, broker_set: dict[str, Any],
+                         grace_seconds: float) -> dict[str, Any]:
+        raise ValueError("no remoting request writes a whole broker set: import through an "
+                         "nsfleet worker's HTTP API (--server URL)")
+
     async def elect(self, broker_name: str, broker_id: int) -> dict[str, Any]:
         clusters = await self._clusters()
         cluster = clusters.get(broker_name)

@@ -286,6 +286,14 @@ class ControllerRefused(NameServerError):
         self.code = code
 
 
+class ImportRefused(NameServerError):
+    """A broker set moved from a Java controller that the fleet has moved past (a newer
+    masterEpoch, or another master at the same one): nothing written."""
+
+    http_status = 409
+    http_reports_code = False
+
+
 class UnknownBrokerSet(ControllerRefused):
     """The HTTP API asked for one broker set the controller does not know: Java's 2008, as a
     404 (over remoting GET_SYNC_STATE_DATA leaves an unknown name out)."""

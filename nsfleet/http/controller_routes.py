@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from nsfleet.domain import validation
 from nsfleet.domain.controller import BrokerSet, Election, Outcome, Replica
 from nsfleet.domain.errors import (
     ControllerRefused,
@@ -107,6 +108,81 @@ async def elect(request: web.Request) -> web.Response:
     return web.json_response(election_json(election))
 
 
+DEFAULT_IMPORT_GRACE_S = 150  # the brokers re-read controllerAddr every 2 minutes
+
+
+def _epoch(body: dict[str, Any], field: str) -> int:
+    value = body.get(field)
+    if value is None or isinstance(value, bool):
+        raise ValidationError(field, "is required: an epoch, 0 or more")
+    epoch = to_int(value, field)
+    if epoch < 0:
+        raise ValidationError(field, f"is not an epoch: {epoch}")
+    return epoch
+
+
+def _imported_replicas(raw: Any) -> tuple[Replica, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ValidationError("replicas", "must be a non-empty list of {brokerId, "
+                              "brokerAddress, alive}")
+    found: dict[int, Replica] = {}
+    for i, r in enumerate(raw):
+        if not isinstance(r, dict):
+            raise ValidationError(f"replicas[{i}]", "must be an object")
+        broker_id = _broker_id(r.get("brokerId"), f"replicas[{i}].brokerId")
+        addr = validation.addr(r.get("brokerAddress"), f"replicas[{i}].brokerAddress")
+        if broker_id == 0 or broker_id in found:
+            raise ValidationError(f"replicas[{i}].brokerId", f"{broker_id} is not a new "
+                                  "controller id (1, 2, ...)")
+        found[broker_id] = Replica(broker_id, addr,
+                                   to_bool(r.get("alive"), f"replicas[{i}].alive"))
+    return tuple(found[i] for i in sorted(found))
+
+
+def imported_set(name: str, body: dict[str, Any]) -> BrokerSet:
+    """A broker set as GET /v1/controller/broker-sets/{name} answers it (and as nsfleet admin
+    reads a Java controller's GET_SYNC_STATE_DATA), checked whole before anything is written."""
+    if body.get("brokerName", name) != name:
+        raise ValidationError("brokerName", f"{body.get('brokerName')!r} is not {name!r}")
+    cluster = validation.name(body.get("clusterName"), "clusterName")
+    replicas = _imported_replicas(body.get("replicas"))
+    ids = {r.broker_id for r in replicas}
+    raw_master = body.get("masterBrokerId")
+    master = None if raw_master is None else _broker_id(raw_master, "masterBrokerId")
+    if master is not None and master not in ids:
+        raise ValidationError("masterBrokerId", f"{master} is not one of the replicas")
+    raw_sss = body.get("syncStateSet")
+    if not isinstance(raw_sss, list):
+        raise ValidationError("syncStateSet", "must be a list of replica ids")
+    sss = tuple(sorted({_broker_id(v, f"syncStateSet[{i}]") for i, v in enumerate(raw_sss)}))
+    if not set(sss) <= ids:
+        raise ValidationError("syncStateSet", f"{sorted(set(sss) - ids)} are not replicas")
+    master_epoch = _epoch(body, "masterEpoch")
+    if master is not None and master not in sss:
+        raise ValidationError("masterBrokerId", f"{master} is not in the syncStateSet {list(sss)}")
+    if master is not None and master_epoch == 0:
+        raise ValidationError("masterEpoch", "is 0 with a master: an elected master's epoch is "
+                              "1 or more")
+    master_addr = next((r.address for r in replicas if r.broker_id == master), "")
+    return BrokerSet(name, cluster, max(ids) + 1, master, master_addr, master_epoch, sss,
+                     _epoch(body, "syncStateSetEpoch"), replicas)
+
+
+async def import_set(request: web.Request) -> web.Response:
+    """A broker set moved from a Java controller (docs/controller.md): written unless the fleet
+    holds it already (``imported`` false) or has moved past it (409)."""
+    name = request.match_info["broker_name"]
+    body = parse.json_object(await request.read())
+    s = imported_set(name, body)
+    grace = body.get("graceSeconds", DEFAULT_IMPORT_GRACE_S)
+    if isinstance(grace, bool) or not isinstance(grace, int | float) or not 1 <= grace <= 3600:
+        raise ValidationError("graceSeconds", f"must be 1-3600 seconds: {grace!r}")
+    controller = _controller(request)
+    written = await controller.import_set(s, int(grace * 1000))
+    now = await controller.sync_state_data([name])
+    return web.json_response({"imported": written, "brokerSet": broker_set_json(now[0])})
+
+
 async def clean(request: web.Request) -> web.Response:
     """mqadmin cleanBrokerMetadata: these ids (none: the whole set) leave the controller;
     refused (2009) while one is alive unless ``cleanLivingBroker``."""
@@ -131,6 +207,7 @@ def add_routes(app: web.Application, controller: Controller) -> None:
             ("GET", "/metadata", metadata), ("GET", "/config", config),
             ("PUT", "/config", update_config),
             ("GET", "/broker-sets", broker_sets), ("GET", "/broker-sets/{broker_name}", broker_set),
+            ("PUT", "/broker-sets/{broker_name}", import_set),
             ("POST", "/broker-sets/{broker_name}/elect", elect),
             ("POST", "/broker-sets/{broker_name}/clean", clean)):
         # add_get also answers HEAD, as the app's other GET routes do.

@@ -104,6 +104,26 @@ _SCHEMAS: dict[str, Any] = {
                                      "description": "in the SyncStateSet"}}}}}},
     "BrokerSets": {"type": "object", "properties": {"brokerSets": {
         "type": "array", "items": {"$ref": "#/components/schemas/BrokerSet"}}}},
+    "ImportBrokerSet": {"type": "object", "description": "a broker set as a Java controller's "
+                        "GET_SYNC_STATE_DATA answers it (the BrokerSet shape; inSync is read "
+                        "from syncStateSet)",
+                        "required": ["clusterName", "masterEpoch", "syncStateSet",
+                                     "syncStateSetEpoch", "replicas"],
+                        "properties": {
+                            "clusterName": {"type": "string"},
+                            "masterBrokerId": {"type": ["integer", "null"]},
+                            "masterEpoch": {"type": "integer", "minimum": 0},
+                            "syncStateSet": {"type": "array", "items": {"type": "integer"}},
+                            "syncStateSetEpoch": {"type": "integer", "minimum": 0},
+                            "replicas": {"type": "array", "items": {
+                                "type": "object", "required": ["brokerId", "brokerAddress"],
+                                "properties": {"brokerId": {"type": "integer", "minimum": 1},
+                                               "brokerAddress": {"type": "string"},
+                                               "alive": {"type": "boolean"}}}},
+                            "graceSeconds": {"type": "number", "minimum": 1, "maximum": 3600,
+                                             "description": "how long a replica the Java "
+                                             "controller saw alive counts alive here before "
+                                             "its own heartbeats arrive (150)"}}},
     "ElectMaster": {"type": "object", "required": ["brokerId"], "properties": {
         "brokerId": {"type": "integer", "minimum": 0,
                      "description": "the replica to make master (designateElect)"}}},
@@ -201,6 +221,11 @@ _OPS: list[tuple[str, str, str, str | None, str, tuple[int, ...]]] = [
      "SyncStateSet and replicas (alive, in sync)", None, "BrokerSets", (503,)),
     ("get", "/v1/controller/broker-sets/{broker_name}", "One broker set (404 code 2008 when the "
      "controller does not know it)", None, "BrokerSet", (404, 503)),
+    ("put", "/v1/controller/broker-sets/{broker_name}", "Import a broker set from a Java "
+     "controller (docs/controller.md, moving a running set): its ids, master and epochs, so the "
+     "next election continues them; imported false when the fleet holds it already, 409 when "
+     "the fleet has a newer masterEpoch or another master at the same one (nothing written)",
+     "ImportBrokerSet", "imported, brokerSet", (400, 409, 413, 503)),
     ("post", "/v1/controller/broker-sets/{broker_name}/elect", "Make a replica the set's master "
      "(mqadmin electMaster, designated); 409 with Java's code otherwise: 2011 naming the master "
      "that stays, 2010 an unknown set, 2012 no such candidate", "ElectMaster", "BrokerSet",

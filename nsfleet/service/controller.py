@@ -31,6 +31,7 @@ from nsfleet.domain.errors import (
     ConfigBlacklisted,
     ConfigUnparsable,
     ControllerRefused,
+    ImportRefused,
     NameServerError,
     ResponseCode,
 )
@@ -261,6 +262,28 @@ class Controller:
                 code, f"Broker {name} is not existed,clean broker data failure.")
         await self.history.record("controller data cleaned", broker_name=name,
                                   broker_ids=";".join(map(str, ids)), living=living)
+
+    async def import_set(self, s: BrokerSet, grace_ms: int) -> bool:
+        """A set moved from a Java controller (controller_import.lua): True when written,
+        False when the fleet held it already; refused (409) when the fleet has moved past it."""
+        status, rest = await self._tables.import_set(s, grace_ms)
+        if status is Status.SAME:
+            return False
+        if status is Status.BEHIND:
+            raise ImportRefused(f"the fleet's masterEpoch of {s.broker_name} is {rest[0]}, newer "
+                                f"than the imported {s.master_epoch}: nothing written")
+        if status is Status.CONFLICT:
+            wanted = "none" if s.master_id is None else s.master_id
+            raise ImportRefused(f"the fleet's master of {s.broker_name} at masterEpoch "
+                                f"{s.master_epoch} is {rest[0] or 'none'}, not {wanted}: "
+                                "nothing written")
+        await self.history.record("broker set imported", broker_name=s.broker_name,
+                                  master_id=s.master_id, master_epoch=s.master_epoch,
+                                  sync_state_set=";".join(map(str, s.sync_state_set)),
+                                  sync_state_set_epoch=s.sync_state_set_epoch)
+        log.info("controller broker set imported", broker_name=s.broker_name,
+                 master_id=s.master_id, master_epoch=s.master_epoch)
+        return True
 
     # --- failures noticed ----------------------------------------------------------------------
 

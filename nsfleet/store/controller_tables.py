@@ -113,6 +113,14 @@ class ControllerTables:
         return await self._calls.call("controller_clean", scripts.ControllerCleanArgs(
             broker_name, flag(living), ids))
 
+    async def import_set(self, s: BrokerSet, grace_ms: int) -> Reply:
+        """A set as a Java controller holds it (controller_import.lua): OK, SAME, BEHIND or
+        CONFLICT (with the fleet's masterEpoch or master)."""
+        return await self._calls.call("controller_import", scripts.ControllerImportArgs(
+            s.cluster, s.broker_name, "" if s.master_id is None else s.master_id,
+            s.master_epoch, ";".join(map(str, s.sync_state_set)), s.sync_state_set_epoch,
+            grace_ms, [f"{r.broker_id};{r.address};{flag(r.alive)}" for r in s.replicas]))
+
     async def scan(self, batch: int, *, reelect: bool
                    ) -> tuple[list[tuple[str, int]], list[SetHealth]]:
         """(replicas past their deadline, with ``reelect`` every broker set's health)."""

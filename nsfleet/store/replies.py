@@ -35,6 +35,8 @@ class Status(StrEnum):
     DEAD = "dead"
     LEADERLESS = "leaderless"
     ALIVE = "alive"
+    BEHIND = "behind"  # controller_import: the fleet's masterEpoch is newer
+    CONFLICT = "conflict"  # controller_import: the same masterEpoch, another master
 
 
 class ScriptReplyError(RuntimeError):
@@ -72,6 +74,7 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
         Status.STRANGER, Status.DEAD, Status.LEADERLESS}),
     "controller_clean": frozenset({Status.OK, Status.MASTER, Status.ALIVE, Status.UNKNOWN}),
     "controller_scan": frozenset({Status.OK}),
+    "controller_import": frozenset({Status.OK, Status.SAME, Status.BEHIND, Status.CONFLICT}),
 }
 
 

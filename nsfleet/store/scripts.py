@@ -243,6 +243,17 @@ class ControllerCleanArgs(NamedTuple):
     ids: Sequence[int]
 
 
+class ControllerImportArgs(NamedTuple):
+    cluster: str
+    name: str
+    master_id: int | str  # "" when the set has no master
+    master_epoch: int
+    sss: str
+    sss_epoch: int
+    grace_ms: int
+    replicas: Sequence[str]  # "<id>;<address>;<1|0>"
+
+
 class ControllerScanArgs(NamedTuple):
     batch: int
     reelect: str
@@ -262,11 +273,13 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
     "controller_inactive": ControllerInactiveArgs,
     "controller_alter_sync_state_set": ControllerAlterSyncStateSetArgs,
     "controller_clean": ControllerCleanArgs, "controller_scan": ControllerScanArgs,
+    "controller_import": ControllerImportArgs,
 }
 SCRIPT_NAMES = tuple(ARGS)
 # Scripts whose last argument is a list of any length, sent as the last ARGV items.
 REST = frozenset({"register_broker", "register_data_version", "register_topic",
-                  "topic_summary", "controller_alter_sync_state_set", "controller_clean"})
+                  "topic_summary", "controller_alter_sync_state_set", "controller_clean",
+                  "controller_import"})
 
 
 def argv(name: str, args: tuple[Any, ...]) -> list[Any]:

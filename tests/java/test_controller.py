@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from nsfleet.cli import main
 from tests.java.conftest import fleet_env
 from tests.support import java_rocketmq5 as jr5
 from tests.support.java_rocketmq5 import ControllerBroker, ReplicaInfo
@@ -279,6 +281,105 @@ def test_frozen_master_replaced_at_its_heartbeat_timeout(plane: Plane,
     assert frozen in back.slaves
     print(f"SIGSTOP ({HEARTBEAT_TIMEOUT:.0f} s timeout): elected {elected:.2f} s, route "
           f"{routed:.2f} s; back as slave {rejoined:.1f} s after SIGCONT")
+
+
+# --- messages throughout -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(480)
+def test_no_acknowledged_message_lost_across_failovers(plane: Plane, set_a: BrokerSet,
+                                                       tmp_path: Path) -> None:
+    """A producer sends every 10 ms through a kill -9 of the master, its return as slave, a
+    SIGSTOP of the new master and its return: every message acknowledged (SEND_OK, with
+    allAckInSyncStateSet=true) is received."""
+    s = restore(plane, set_a)
+    topic = f"CtlLoad{uuid.uuid4().hex[:8]}"
+    made = jr5.messages(plane.ns, topic, 10)
+    assert made.ok, made.output
+    with jr5.failover_load(plane.ns, topic, tmp_path) as load:
+        def flowing(what: str) -> None:
+            if load.acked_past(load.progress().acked + 50, FAILOVER_BOUND + 15):
+                return
+            route = jr5.call(plane.ask_ns(), jr5.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            pytest.fail(f"no messages acknowledged {what}: {load.progress()}, "
+                        f"{describe(plane, set_a)}\nroute of {topic}: {route}\n"
+                        f"--- the client:\n{load.abort()}")
+
+        flowing("at the start")
+        first, second = s.master, s.slave
+        first.kill9()
+        assert jr5.wait_for(master_is(plane, set_a, second), FAILOVER_BOUND, 0.05)[0]
+        flowing(f"after kill -9 of {first.addr}")
+        assert restore(plane, set_a, REJOIN_BOUND).master is second
+        flowing("with the old master back as slave")
+        second.sigstop()
+        try:
+            assert jr5.wait_for(master_is(plane, set_a, first),
+                                HEARTBEAT_TIMEOUT + SCAN_SLACK, 0.1)[0], describe(plane, set_a)
+        finally:
+            second.sigcont()
+        flowing(f"after the SIGSTOP of {second.addr}")
+        assert restore(plane, set_a, REJOIN_BOUND).master is first
+        flowing("with the frozen master back as slave")
+        r = load.finish()
+    assert r.lost == 0, f"{r.lost} acknowledged messages lost ({r.lost_ids}):\n{r.output}"
+    assert r.received >= r.acked
+    print(f"through kill -9 and SIGSTOP failovers: {r.acked} acknowledged, all received; "
+          f"{r.failed} sends failed; longest gap between acknowledgements {r.longest_gap_ms} ms")
+
+
+# --- moved from Java's controller ------------------------------------------------------------
+
+
+@pytest.mark.timeout(480)
+def test_set_moved_from_a_java_controller_keeps_ids_master_and_epochs(
+        plane: Plane, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/controller.md's move, live: a set elected by Java's controller (its epochs past 1)
+    is imported with ``nsfleet admin controller-import``, each replica restarted pointing at the
+    workers (slaves first), and the fleet carries on from Java's epochs."""
+    if not plane.workers:
+        pytest.skip("moves a set from Java's controller to the fleet")
+    with jr5.java_controller(tmp_path / "java-ctl", scanNotActiveBrokerInterval="1000",
+                             scanInactiveMasterInterval="1000") as jc:
+        on_java = Plane(plane.namesrv_addrs, [jc.ctl_addr])
+        with broker_set(on_java, "broker-m", tmp_path) as bs:
+            s = restore(on_java, bs)
+            s.master.kill9()  # a failover first, so that Java's epochs are past the first ones
+            assert jr5.wait_for(master_is(on_java, bs, s.slave), FAILOVER_BOUND, 0.1)[0]
+            java = restore(on_java, bs, REJOIN_BOUND)
+            assert java.info.master_epoch is not None and java.info.master_epoch >= 2
+
+            capsys.readouterr()
+            assert main(["admin", "--server", plane.workers[0].url, "controller-import",
+                         "--from", jc.ctl_addr, "--grace", "90", "broker-m"]) == 0, (
+                capsys.readouterr())
+            fleet = jr5.replica_info(plane.ask(), bs.name)
+            assert (fleet.master_broker_id, fleet.master_address, fleet.master_epoch,
+                    fleet.sync_state_set, fleet.sync_state_set_epoch) == (
+                java.info.master_broker_id, java.info.master_address, java.info.master_epoch,
+                java.info.sync_state_set, java.info.sync_state_set_epoch), (fleet, java.info)
+
+            t0 = time.monotonic()
+            for b in [*java.slaves, java.master]:
+                b.point_at(plane.ctl)
+            moved = restore(plane, bs, REJOIN_BOUND)
+            took = time.monotonic() - t0
+            assert moved.master is java.master, describe(plane, bs)
+            assert moved.info.master_epoch == java.info.master_epoch, moved.info
+            assert moved.route == java.route, (moved.route, java.route)
+            assert_delivered(plane)
+
+            # Java's controller gone: the fleet's own failover continues Java's epochs.
+            jc.stop()
+            moved.master.kill9()
+            after = jr5.wait_for(master_is(plane, bs, moved.slave), FAILOVER_BOUND, 0.05)[0]
+            assert after, describe(plane, bs)
+            assert after.master_epoch == java.info.master_epoch + 1, after
+            assert jr5.wait_for(routed_as_master(plane, bs, moved.slave), FAILOVER_BOUND)[0]
+            d = assert_delivered(plane)
+    print(f"moved from Java's controller at masterEpoch {java.info.master_epoch}: every replica "
+          f"on the fleet {took:.1f} s after the first restart; kill -9 then elected masterEpoch "
+          f"{after.master_epoch}; {d.received}/{N}")
 
 
 # --- (e) ----------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ BASE_JAR = "rocketmq-5.3.3-built.jar"
 CONTROLLER_JAR = "rocketmq-5.3.3-controller.jar"
 HESSIAN_JAR = Path("/usr/share/java/hessian.jar")  # Debian's libhessian-java: Java's controller
 
-GET_BROKER_CLUSTER_INFO = 106
+GET_ROUTEINFO_BY_TOPIC, GET_BROKER_CLUSTER_INFO = 105, 106
 CONTROLLER_GET_REPLICA_INFO, CONTROLLER_GET_METADATA_INFO = 1004, 1005
 CALL_TIMEOUT = 3.0  # s: one request; a frozen or dead peer must not stall a poll loop
 
@@ -154,6 +154,12 @@ class ControllerBroker(JavaProcess):
         (``store/brokerIdentity``). A running one is SIGKILLed first."""
         self.kill9()
         self.start().wait_port(self.port, timeout)
+
+    def point_at(self, controller_addrs: str, timeout: float = 60.0) -> None:
+        """Restart it with ``controllerAddr`` changed: its store, id and epoch file kept."""
+        self.argv = [f"controllerAddr={controller_addrs}" if a.startswith("controllerAddr=")
+                     else a for a in self.argv]
+        self.restart(timeout)
 
     def broker_log(self) -> str:
         path = self.store / "logs" / "broker.log"
@@ -372,3 +378,115 @@ def messages(namesrv: str, topic: str | None, n: int, timeout_s: int = 60) -> De
     sent, received = int(found[2]), int(found[3])
     return Delivery(sent, received, found[1] == "PASS" and proc.returncode == 0, seconds,
                     out[-3000:])
+
+
+# --- messages through failovers ---------------------------------------------------------------
+
+LOAD_SOURCE = REPO / "tests" / "java" / "FailoverLoad.java"
+LOAD_RESULT = re.compile(r"RESULT acked=(\d+) failed=(\d+) received=(\d+) lost=(\d+) "
+                         r"longest_gap_ms=(\d+) lost_ids=(\[.*\])")
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """FailoverLoad's counts so far (its progress file)."""
+
+    acked: int = 0
+    failed: int = 0
+    received: int = 0
+    longest_gap_ms: int = 0
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """FailoverLoad's last line: ``lost`` acknowledged messages never received."""
+
+    acked: int
+    failed: int
+    received: int
+    lost: int
+    longest_gap_ms: int
+    lost_ids: str
+    output: str
+
+
+class FailoverLoad:
+    """tests/java/FailoverLoad.java running: one message every 10 ms until :meth:`finish`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], work: Path) -> None:
+        self.proc, self.work = proc, work
+
+    def printed(self) -> str:
+        """Its output so far (a file: a pipe nobody reads would stall its logging)."""
+        return (self.work / "output.log").read_text(errors="replace")
+
+    def progress(self) -> LoadProgress:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return LoadProgress(*map(int, (self.work / "progress").read_text().split()))
+        return LoadProgress()
+
+    def abort(self) -> str:
+        """Kill it: the end of what it printed (its failed sends), for a failure message."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        out = self.printed()
+        return "\n".join(line for line in out.splitlines() if not line.startswith("\tat "))[-4000:]
+
+    def acked_past(self, count: int, timeout: float) -> LoadProgress | None:
+        """Wait until more than ``count`` messages are acknowledged; None if not in time or the
+        client is gone."""
+        found, _ = wait_for(lambda: self.proc.poll() is None
+                            and self.progress().acked > count and self.progress(), timeout)
+        return found or None
+
+    def finish(self, timeout: float = 150.0) -> LoadResult:
+        (self.work / "stop").touch()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        out = self.printed()
+        found = LOAD_RESULT.search(out)
+        assert found, f"FailoverLoad printed no RESULT:\n{out[-3000:]}"
+        return LoadResult(*map(int, found.groups()[:5]), found[6], out[-3000:])
+
+
+@cache
+def _java_env() -> tuple[str, str]:
+    """(the 5.3.3 client's classpath, its JVM options), as common.sh builds them."""
+    base, _ = require()
+    out = subprocess.run(["bash", "-c", '. "$1/common.sh" && printf "%s\\n%s" "$CP" "$JAVA_OPENS"',
+                          "env", str(base)], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    cp, opens = out.split("\n", 1)
+    return cp, opens
+
+
+@contextlib.contextmanager
+def failover_load(namesrv: str, topic: str, work: Path) -> Iterator[FailoverLoad]:
+    """Compile and start FailoverLoad against ``namesrv`` (';'-separated) on ``topic`` (which
+    must exist: :func:`messages` creates it); its group is killed afterwards."""
+    cp, opens = _java_env()
+    classes = work / "classes"
+    done = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(classes), str(LOAD_SOURCE)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    base, _ = require()
+    argv = ["java", "-Xmx256m", *opens.split(), f"-Duser.home={logs}",
+            f"-Drocketmq.client.logRoot={logs}", "-Drocketmq.client.logLevel=WARN",
+            f"-Dlogback.configurationFile={base / 'conf' / 'logback_tool.xml'}",
+            "-cp", f"{classes}:{cp}", "FailoverLoad", namesrv, topic, str(work)]
+    with (work / "output.log").open("w") as output:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield FailoverLoad(proc, work)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nsfleet.domain.controller import ControllerHeartbeat
+from nsfleet.domain.controller import BrokerSet, ControllerHeartbeat, Replica
 from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore, scripts
@@ -415,3 +415,11 @@ async def _drive_the_controller_scripts(store: RouteStore) -> None:
     assert (await ct.clean("nope", [], living=True))[0] == "unknown"
     assert (await ct.clean("s", [], living=False))[0] == "ok"
     assert await ct.broker_set("s") is None
+    # A set moved from a Java controller, then the same again, an older and a rival state.
+    java = BrokerSet("m", "c", 3, 2, "10.0.0.2:1", 5, (1, 2), 7,
+                     (Replica(1, "10.0.0.1:1", True), Replica(2, "10.0.0.2:1", True)))
+    assert (await ct.import_set(java, 60_000)) == ("ok", [])
+    assert await ct.broker_set("m", replicas=True) == java
+    assert (await ct.import_set(java, 60_000)) == ("same", [])
+    assert (await ct.import_set(replace(java, master_epoch=4), 60_000)) == ("behind", ["5"])
+    assert (await ct.import_set(replace(java, master_id=1), 60_000)) == ("conflict", ["2"])
