@@ -9,7 +9,8 @@ a worker needs a fleet and is skipped there.
 
 One pair of broker-a replicas serves the module; each test starts from a healthy pair (a master,
 the other replica in its SyncStateSet, both in the route), restoring it first when an earlier
-test left it broken. Messages: ``e2e.sh``, 200 on a fresh topic each time."""
+test left it broken. Messages: ``e2e.sh``, 200 on a fresh topic each time; through the
+failovers, a producer sending without pause (``tests/java/FailoverLoad.java``)."""
 
 from __future__ import annotations
 
@@ -221,77 +222,62 @@ def test_master_elected_and_slave_joins_then_messages_flow(plane: Plane,
           f"in {d.seconds:.1f} s")
 
 
-# --- (b) ----------------------------------------------------------------------------------------
+# --- (b), (c): kill -9 and SIGSTOP, messages flowing throughout --------------------------------
 
 
-def test_killed_master_replaced_by_slave_and_rejoins_as_slave(plane: Plane,
-                                                              set_a: BrokerSet) -> None:
-    s = restore(plane, set_a)
+def _killed(plane: Plane, bs: BrokerSet, s: Healthy) -> tuple[float, float]:
+    """(b) kill -9 of the master: the slave elected with a higher masterEpoch and a SyncStateSet
+    of itself alone, then routed as brokerId 0; the old master restarted comes back as a slave
+    under its own id. (seconds to the election, to the route flip)"""
     old, new = s.master, s.slave
     old_id = s.id_of(old)
     t0 = time.monotonic()
     old.kill9()
-    info, elected = jr5.wait_for(master_is(plane, set_a, new), FAILOVER_BOUND, 0.05)
-    assert info, f"{new.addr} not elected after kill -9 of {old.addr}: {describe(plane, set_a)}"
+    info, elected = jr5.wait_for(master_is(plane, bs, new), FAILOVER_BOUND, 0.05)
+    assert info, f"{new.addr} not elected after kill -9 of {old.addr}: {describe(plane, bs)}"
     assert info.master_epoch is not None and s.info.master_epoch is not None
     assert info.master_epoch > s.info.master_epoch, (s.info, info)
     assert info.sync_state_set == {info.master_broker_id}, info
-    flipped, _ = jr5.wait_for(routed_as_master(plane, set_a, new), FAILOVER_BOUND, 0.05)
+    flipped, _ = jr5.wait_for(routed_as_master(plane, bs, new), FAILOVER_BOUND, 0.05)
+    assert flipped, f"route never listed {new.addr} as brokerId 0: {describe(plane, bs)}"
     routed = time.monotonic() - t0
-    assert flipped, f"route never listed {new.addr} as brokerId 0: {describe(plane, set_a)}"
-    d = assert_delivered(plane)
-
-    t1 = time.monotonic()
     old.restart()
-    back = restore(plane, set_a, REJOIN_BOUND)
-    rejoined = time.monotonic() - t1
+    back = restore(plane, bs, REJOIN_BOUND)
     assert back.master is new, f"{back.master.addr} is master, not {new.addr}"
     assert back.route.get(old_id) == old.addr, f"old master not back as id {old_id}: {back.route}"
-    print(f"kill -9: elected {elected:.2f} s, route {routed:.2f} s, {d.received}/{N} in "
-          f"{d.seconds:.1f} s; old master back as slave (id {old_id}) {rejoined:.1f} s after "
-          f"its restart")
+    return elected, routed
 
 
-# --- (c) ----------------------------------------------------------------------------------------
-
-
-def test_frozen_master_replaced_at_its_heartbeat_timeout(plane: Plane,
-                                                         set_a: BrokerSet) -> None:
-    s = restore(plane, set_a)
+def _frozen(plane: Plane, bs: BrokerSet, s: Healthy) -> tuple[float, float]:
+    """(c) SIGSTOP of the master: its connection stays open, so only its missed heartbeats may
+    decide; the slave is elected at the heartbeat timeout, and the frozen one SIGCONT'd comes
+    back as a slave. (seconds to the election, to the route flip)"""
     frozen, new = s.master, s.slave
     t0 = time.monotonic()
     frozen.sigstop()
     try:
-        info, elected = jr5.wait_for(master_is(plane, set_a, new),
+        info, elected = jr5.wait_for(master_is(plane, bs, new),
                                      HEARTBEAT_TIMEOUT + SCAN_SLACK, 0.1)
         assert info, (f"{new.addr} not elected {HEARTBEAT_TIMEOUT + SCAN_SLACK} s after "
-                      f"SIGSTOP of {frozen.addr}: {describe(plane, set_a)}")
-        # Its connection is open: only the missed heartbeats may decide (the last came at most
-        # a second before the SIGSTOP).
+                      f"SIGSTOP of {frozen.addr}: {describe(plane, bs)}")
+        # The last heartbeat came at most a second before the SIGSTOP.
         assert elected > HEARTBEAT_TIMEOUT - 1.5, f"elected after {elected:.2f} s only"
-        flipped, _ = jr5.wait_for(routed_as_master(plane, set_a, new), FAILOVER_BOUND, 0.1)
+        flipped, _ = jr5.wait_for(routed_as_master(plane, bs, new), FAILOVER_BOUND, 0.1)
+        assert flipped, f"route never listed {new.addr} as brokerId 0: {describe(plane, bs)}"
         routed = time.monotonic() - t0
-        assert flipped, f"route never listed {new.addr} as brokerId 0: {describe(plane, set_a)}"
     finally:
         frozen.sigcont()
-    t1 = time.monotonic()
-    back = restore(plane, set_a, REJOIN_BOUND)
-    rejoined = time.monotonic() - t1
-    assert back.master is new, f"{back.master.addr} is master, not {new.addr}"
-    assert frozen in back.slaves
-    print(f"SIGSTOP ({HEARTBEAT_TIMEOUT:.0f} s timeout): elected {elected:.2f} s, route "
-          f"{routed:.2f} s; back as slave {rejoined:.1f} s after SIGCONT")
-
-
-# --- messages throughout -----------------------------------------------------------------------
+    back = restore(plane, bs, REJOIN_BOUND)
+    assert back.master is new and frozen in back.slaves, describe(plane, bs)
+    return elected, routed
 
 
 @pytest.mark.timeout(480)
-def test_no_acknowledged_message_lost_across_failovers(plane: Plane, set_a: BrokerSet,
-                                                       tmp_path: Path) -> None:
-    """A producer sends every 10 ms through a kill -9 of the master, its return as slave, a
-    SIGSTOP of the new master and its return: every message acknowledged (SEND_OK, with
-    allAckInSyncStateSet=true) is received."""
+def test_failovers_lose_no_acknowledged_message(plane: Plane, set_a: BrokerSet,
+                                                tmp_path: Path) -> None:
+    """A producer sends every 10 ms through (b) a kill -9 of the master and its return as slave,
+    then (c) a SIGSTOP of the new master and its return: every message acknowledged (SEND_OK,
+    with allAckInSyncStateSet=true) is received."""
     s = restore(plane, set_a)
     topic = f"CtlLoad{uuid.uuid4().hex[:8]}"
     made = jr5.messages(plane.ns, topic, 10)
@@ -306,26 +292,17 @@ def test_no_acknowledged_message_lost_across_failovers(plane: Plane, set_a: Brok
                         f"--- the client:\n{load.abort()}")
 
         flowing("at the start")
-        first, second = s.master, s.slave
-        first.kill9()
-        assert jr5.wait_for(master_is(plane, set_a, second), FAILOVER_BOUND, 0.05)[0]
-        flowing(f"after kill -9 of {first.addr}")
-        assert restore(plane, set_a, REJOIN_BOUND).master is second
-        flowing("with the old master back as slave")
-        second.sigstop()
-        try:
-            assert jr5.wait_for(master_is(plane, set_a, first),
-                                HEARTBEAT_TIMEOUT + SCAN_SLACK, 0.1)[0], describe(plane, set_a)
-        finally:
-            second.sigcont()
-        flowing(f"after the SIGSTOP of {second.addr}")
-        assert restore(plane, set_a, REJOIN_BOUND).master is first
-        flowing("with the frozen master back as slave")
+        killed = _killed(plane, set_a, s)
+        flowing("after the kill -9 and the old master's return")
+        frozen = _frozen(plane, set_a, restore(plane, set_a))
+        flowing("after the SIGSTOP and the frozen master's return")
         r = load.finish()
     assert r.lost == 0, f"{r.lost} acknowledged messages lost ({r.lost_ids}):\n{r.output}"
     assert r.received >= r.acked
-    print(f"through kill -9 and SIGSTOP failovers: {r.acked} acknowledged, all received; "
-          f"{r.failed} sends failed; longest gap between acknowledgements {r.longest_gap_ms} ms")
+    print(f"kill -9: elected {killed[0]:.2f} s, route {killed[1]:.2f} s; SIGSTOP "
+          f"({HEARTBEAT_TIMEOUT:.0f} s timeout): elected {frozen[0]:.2f} s, route "
+          f"{frozen[1]:.2f} s; {r.acked} acknowledged, all received; {r.failed} sends failed; "
+          f"longest gap between acknowledgements {r.longest_gap_ms} ms")
 
 
 # --- moved from Java's controller ------------------------------------------------------------
