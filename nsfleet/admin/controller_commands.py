@@ -16,6 +16,7 @@ from nsfleet.admin.commands import Output
 from nsfleet.client.connection import ConnectOptions
 from nsfleet.client.http import ApiError
 from nsfleet.client.name_service import NameService, open_name_service
+from nsfleet.client.remoting_controller import NO_REMOTING_IMPORT
 
 
 def _text(value: Any) -> str:
@@ -120,8 +121,7 @@ async def controller_import(api: NameService, args: argparse.Namespace) -> Outpu
     Every set is tried; one the fleet has moved past is reported and makes the exit status 1.
     Nothing is written unless every set's cluster is known."""
     if api.protocol != "HTTP":
-        raise ValueError("no remoting request writes a whole broker set: import through an "
-                         "nsfleet worker's HTTP API (--server URL)")
+        raise ValueError(NO_REMOTING_IMPORT)
     clusters = await _fleet_clusters(api)
     names = args.broker_names or sorted(clusters)
     if not names:

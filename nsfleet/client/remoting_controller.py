@@ -19,6 +19,8 @@ from nsfleet.wire.fastjson import dumps_standard, loads_lenient
 if TYPE_CHECKING:
     from nsfleet.client.remoting_name_service import Transport
 
+NO_REMOTING_IMPORT = ("no remoting request writes a whole broker set: import through an nsfleet "
+                      "worker's HTTP API (--server URL)")
 METADATA_FIELDS = ("group", "controllerLeaderId", "controllerLeaderAddress", "isLeader", "peers")
 
 
@@ -91,8 +93,7 @@ class RemotingController:
 
     async def import_set(self, broker_set: dict[str, Any],
                          grace_seconds: float) -> dict[str, Any]:
-        raise ValueError("no remoting request writes a whole broker set: import through an "
-                         "nsfleet worker's HTTP API (--server URL)")
+        raise ValueError(NO_REMOTING_IMPORT)
 
     async def elect(self, broker_name: str, broker_id: int) -> dict[str, Any]:
         clusters = await self._clusters()
