@@ -38,7 +38,7 @@ from nsfleet.store import RouteStore
 # they scale with; docs/key-schema.md lists them all.
 PER_BROKER = ("broker", "group", "idx:reg", "idx:members", "idx:member-clusters", "idx:conns",
               "idx:filters", "idx:cluster", "idx:deadlines")
-PER_ROW = ("queue", "idx:topic", "idx:broker-topics")
+PER_ROW = ("topic", "idx:group-topics", "queue", "idx:topic", "idx:broker-topics")  # 2, then 1
 PER_TOPIC = ("idx:topics", "idx:mappings")
 
 

@@ -45,7 +45,7 @@ async def populate(store: RouteStore, brokers: int, topics: int) -> dict[str, fl
     after = (await store.redis.info("memory"))["used_memory"]
     entries = 0
     for t in names:
-        entries += await store.redis.scard(store.keys.topic(t))
+        entries += await store.redis.hlen(store.keys.topic_routes(t))
     return {"queue_entries": entries, "redis_bytes_per_queue_entry": (after - before) / entries,
             "full_registration_ms_mean": elapsed / brokers * 1000,
             "topics_per_registration": per_broker}

@@ -499,11 +499,11 @@ async def departures(client: aioredis.Redis, conns: list[Conn], ports: list[int]
         for c in leaving:
             c.close()
         unregister = await conns[-1].call(unregister_frame(len(conns) - 1, 1))
-        # Until the cascades are done: no removed group left to drain, and a topic's index
-        # lists only the brokers that stayed.
+        # Until the cascades are done: no removed group left to drain, and a topic's queue data
+        # holds only the brokers that stayed (layout 2, a new store's: one hash per topic).
         remaining = len(conns) - len(leaving) - 1
         while time.perf_counter() - started < phase_cap(args):
-            if (await client.scard(f"nsfleet:{{default}}:idx:topic:{topic(0)}") == remaining
+            if (await client.hlen(f"nsfleet:{{default}}:topic:{topic(0)}") == remaining
                     and not await client.scard("nsfleet:{default}:idx:cleanups")):
                 break
             await asyncio.sleep(0.05)

@@ -431,7 +431,7 @@ async def lost_registrations(redis_url: str, brokers: list[SimBroker],
         expected = [(tc.topic_name, b.identity.broker_name) for b in brokers
                     if b.identity.broker_id == 0 for tc in b.topics]
         for topic, name in expected:
-            pipe.exists(keys.queue(topic, name))
+            pipe.hexists(keys.topic_routes(topic), name)
         queues = await pipe.execute()
         problems = await invariants.orphans(client, keys)
     finally:

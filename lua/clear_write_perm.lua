@@ -12,13 +12,18 @@
   Output:
     {"ok", cleared, more}   cleared: queue rows that lost the write perm; more "1" while topics
                             are left to visit (the record is kept), else "0" (it is gone)
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
+--- @include "queue_data"
 
 local name = arg_name
+local moved = qd_fence(true)
+if moved then return moved end
 local cursor = rcall('HGET', k_perm_clears(), name)
 if not cursor then return {'ok', 0, '0'} end
 local g = rcall('HGET', k_group(name), 'enableActingMaster')
@@ -26,15 +31,15 @@ if g ~= 'true' or rcall('HEXISTS', k_members(name), '0') == 1 then
   rcall('HDEL', k_perm_clears(), name)
   return {'ok', 0, '0'}
 end
-local page = rcall('SSCAN', k_broker_topics(name), cursor, 'COUNT', tonumber(arg_count))
--- SSCAN may return a topic twice, but its perm is cleared (and counted) only once.
+local next_cursor, topics = qd_group_page(name, cursor, tonumber(arg_count))
+-- A page may name a topic twice, but its perm is cleared (and counted) only once.
 local cleared = 0
-for _, topic in ipairs(page[2]) do
+for _, topic in ipairs(topics) do
   if clear_topic_write_perm(topic, name) then cleared = cleared + 1 end
 end
-local more = page[1] ~= '0'
+local more = next_cursor ~= '0'
 if more then
-  rcall('HSET', k_perm_clears(), name, page[1])
+  rcall('HSET', k_perm_clears(), name, next_cursor)
 else
   rcall('HDEL', k_perm_clears(), name)
 end

@@ -12,22 +12,24 @@
   Output:
     {"ok", removed, left}
       removed  number of queue data rows removed; left: rows still to remove
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
---- @include "cascade"
---- @include "group_ids"
+--- @include "queue_data"
 
 local topic, cluster, limit = arg_topic, arg_cluster, tonumber(arg_limit)
+local moved = qd_fence(true)
+if moved then return moved end
 local names, left
 if cluster == '' then
-  -- O(limit), not O(groups serving the topic): a call never reads more than it removes.
-  names = group_names_of(rcall('SRANDMEMBER', k_topic(topic), limit))
-  left = rcall('SCARD', k_topic(topic)) - #names
+  names = qd_topic_names(topic)
+  left = math.max(#names - limit, 0)
 else
   names = {}
-  local all = group_names_of(rcall('SMEMBERS', k_topic(topic)))
+  local all = qd_topic_names(topic)
   if #all > 0 then
     local in_cluster = rcall('SMISMEMBER', k_cluster(cluster), unpack(all))
     for i, name in ipairs(all) do

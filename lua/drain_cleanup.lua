@@ -8,18 +8,20 @@
     ARGV[1] arg_name     brokerName
     ARGV[2] arg_limit    the most queue rows to remove in this call
   Output:
-    {"ok", removed, left}   left: topics still to remove (0: the cleanup record is gone)
+    {"ok", removed, left}   left: 0 once the cleanup record is gone, else positive (how much is
+                            left, as includes/<layout>/queue_data.lua's qd_drain counts it)
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
---- @include "cascade"
+--- @include "queue_data"
 
 local name = arg_name
-local ckey = k_cleanup(name)
-local topics = rcall('SPOP', ckey, tonumber(arg_limit))
-for _, topic in ipairs(topics) do drop_queue(topic, name) end
-local left = rcall('SCARD', ckey)
+local moved = qd_fence(true)
+if moved then return moved end
+local removed, left = qd_drain(name, tonumber(arg_limit))
 if left == 0 then rcall('SREM', k_cleanups(), name) end
 publish_changes()
-return {'ok', #topics, left}
+return {'ok', removed, left}

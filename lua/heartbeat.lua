@@ -26,6 +26,7 @@
 --- @include "keys"
 --- @include "clock"
 --- @include "changes"
+--- @include "queue_data"
 
 local cluster, addr, compare = arg_cluster, arg_addr, arg_compare == '1'
 local bkey = k_broker(cluster, addr)

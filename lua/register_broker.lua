@@ -54,7 +54,7 @@
                                 answers {"chunk"} having written nothing
     ARGV[22] arg_topics         the T topics, a line each: topic, readQueueNums, writeQueueNums,
                                 perm, topicSysFlag, tab-separated, the numbers as decimal strings
-                                (includes/queues.lua's TABLE_ROW)
+                                (includes/<layout>/queue_data.lua's TABLE_ROW)
     ARGV[23] arg_mappings       the M static-topic mappings, a JSON array of arrays (topic, bname,
                                 TopicQueueMappingInfo JSON)
     ARGV[24..] arg_filters        the F filter server addresses (the last ARGV items)
@@ -78,18 +78,22 @@
                  chunks changed it since)
     {"drain"}    the brokerName's previous group is still being removed (P:idx:cleanups): drain
                  it first; nothing is written
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "clock"
 --- @include "changes"
 --- @include "cascade"
---- @include "queues"
+--- @include "queue_data"
 --- @include "register_reply"
 --- @include "tables"
 --- @include "group_routes"
 
 local cluster, addr, name, id = arg_cluster, arg_addr, arg_name, arg_id
+local moved = qd_fence(true)
+if moved then return moved end
 local ha, zone, timeout, acting_arg = arg_ha_addr, arg_zone, tonumber(arg_timeout_ms),
   arg_acting_master
 local dv_counter, dv_ts, dv_state = arg_dv_counter, arg_dv_timestamp, arg_state_version
@@ -218,7 +222,7 @@ if skip and group_same and r[10] == reg_meta
 end
 if probe and not skip then return {'full'} end
 if mode == 'full' and delete_absent and not skip
-    and rcall('SCARD', k_broker_topics(name)) > row_budget then
+    and qd_group_topic_count(name) > row_budget then
   return {'chunk'}
 end
 
@@ -273,16 +277,17 @@ local stored = rcall('HMGET', bkey, 'dataVersionCounter', 'dataVersionTimestamp'
 local force = register_first or pending or stored[1] ~= dv_counter or stored[2] ~= dv_ts
   or stored[3] ~= dv_state
 local clear_write = is_prime_slave and acting == 'true'
-local fresh = rcall('EXISTS', k_broker_topics(name)) == 0
+local fresh = not qd_group_has_rows(name)
 local added_rows = 0
 if (is_master or is_prime_slave) and not skip and not head then
   added_rows = write_queues(name, arg_topics, cjson.decode(arg_mappings), force, clear_write,
     fresh)
   if delete_absent then
-    local incoming = table_topics(arg_topics)
-    for _, topic in ipairs(rcall('SMEMBERS', k_broker_topics(name))) do
-      if not incoming[topic] then drop_queue(topic, name) end
+    local incoming, absent = table_topics(arg_topics), {}
+    for _, topic in ipairs(qd_group_topics(name)) do
+      if not incoming[topic] then absent[#absent + 1] = topic end
     end
+    qd_drop_absent(name, absent)
   end
 end
 if members_changed then touch_none() end

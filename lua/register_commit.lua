@@ -29,15 +29,20 @@
   Output:
     {"ok", masterAddr|"", haServerAddr|"", generation, "0", kvFlag, k1, v1, ...}
       (as register_broker.lua; "changed" is told by the head and the chunks)
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "register_reply"
 --- @include "tables"
+--- @include "queue_data"
 
 local cluster, addr, name, id = arg_cluster, arg_addr, arg_name, arg_id
 local generation, digest, expected = arg_generation, arg_digest, arg_epoch
 local rkey = k_reg(cluster, addr)
+local moved = qd_fence(true)
+if moved then return moved end
 if rcall('HGET', rkey, 'generation') == generation then
   local epoch = rcall('HGET', k_group(name), 'topicsEpoch') or '0'
   if epoch == expected then

@@ -12,13 +12,17 @@
   Output:
     {"ok", written}
       written  number of queue data rows written
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
---- @include "group_ids"
+--- @include "queue_data"
 
 local topic, groups = arg_topic, arg_groups
+local moved = qd_fence(true)
+if moved then return moved end
 local n = #groups / 5
 if n == 0 then return {'ok', 0} end
 local exists = rcall('SISMEMBER', k_topics(), topic) == 1
@@ -32,15 +36,9 @@ for i = 0, n - 1 do
   local at = 1 + i * 5
   local name = groups[at]
   if rcall('EXISTS', k_group(name)) == 0 then break end
-  rcall('HSET', k_queue(topic, name), 'topic', topic, 'brokerName', name,
-    'readQueueNums', groups[at + 1], 'writeQueueNums', groups[at + 2], 'perm', groups[at + 3],
-    'topicSysFlag', groups[at + 4])
-  rcall('SADD', k_topic(topic), group_id(name))
-  rcall('SADD', k_broker_topics(name), topic)
-  rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)  -- the next registration does full work
-  rcall('SADD', k_topics(), topic)
+  -- Counted in the group's topicsEpoch: its next registration does the full work.
+  qd_put_row(topic, name, groups[at + 1], groups[at + 2], groups[at + 3], groups[at + 4])
   written = written + 1
 end
-if written > 0 then touch_topic(topic) end
 publish_changes()
 return {'ok', written}

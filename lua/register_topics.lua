@@ -16,7 +16,7 @@
     ARGV[6] arg_clear_write    "1" = clear the write perm (a prime slave of an acting-master group)
     ARGV[7] arg_topics         topics, a line each: topic, readQueueNums, writeQueueNums, perm,
                                topicSysFlag, tab-separated, the numbers as decimal strings
-                               (includes/queues.lua's TABLE_ROW)
+                               (includes/<layout>/queue_data.lua's TABLE_ROW)
     ARGV[8] arg_mappings       static-topic mappings, a JSON array of arrays (topic, bname,
                                TopicQueueMappingInfo JSON)
     ARGV[9] arg_absent         topics whose queue data of this group goes, as a JSON array of topics
@@ -29,14 +29,17 @@
                       (rows it only added leave the broker's recorded tables valid,
                       includes/tables.lua)
     {"stale"}         the registration was superseded; nothing written
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
---- @include "cascade"
---- @include "queues"
+--- @include "queue_data"
 
 local cluster, addr, name, generation = arg_cluster, arg_addr, arg_name, arg_generation
+local moved = qd_fence(true)
+if moved then return moved end
 if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
     or rcall('EXISTS', k_group(name)) == 0 then
   return {'stale'}
@@ -45,9 +48,6 @@ local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
 local added = write_queues(name, arg_topics, cjson.decode(arg_mappings), arg_force == '1',
   arg_clear_write == '1', arg_fresh == '1')
-local btkey = k_broker_topics(name)
-for _, topic in ipairs(cjson.decode(arg_absent)) do
-  if rcall('SISMEMBER', btkey, topic) == 1 then drop_queue(topic, name) end
-end
+qd_drop_absent(name, cjson.decode(arg_absent))
 local delta = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0') - epoch
 return {'ok', publish_changes() and '1' or '0', tostring(delta), tostring(added)}

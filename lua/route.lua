@@ -1,8 +1,8 @@
 --[[
   Read what one topic's route (RouteInfoManager.pickupTopicRouteData) is made of, in one round
   trip; nsfleet.store.table_reads assembles it. Redis is the one part of a fleet that does not
-  scale out, so this script only reads: the groups serving the topic (the route index holds their
-  numbers, named here in one HMGET: includes/group_ids.lua), each group's queue row, what a route
+  scale out, so this script only reads: the topic's queue data, a row per group serving it (one
+  HGETALL of the topic's hash in layout 2: includes/<layout>/queue_data.lua), what a route
   shows of each group from P:idx:route-groups in one HMGET (includes/group_routes.lua), and each
   member's PTTL, so that a member whose live row has expired is left out even before the sweep
   runs. Which members are live, which groups have one, the min TTL and an acting master's write
@@ -27,31 +27,33 @@
                  gone or it has no group row
       ttls     = per member of those entries, in order, the PTTL of its live row (< 0: not live)
       filters  = {addr1, "f1<newline>f2", ...}: the filter servers of live members that have some
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "hmget"
 --- @include "group_routes"
---- @include "group_ids"
+--- @include "queue_data"
 
 local MEMBER = '\n[^\t]*\t([^\t]*)\t([^\n]*)'
 
 local topic = arg_topic
-local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
+local moved = qd_fence(false)
+if moved then return moved end
+local names, values = qd_topic_rows(topic)
 if #names == 0 then return {'none'} end
-table.sort(names)
 local entries = hmget(k_route_groups(), names)
 local filtered = rcall('SCARD', k_filtered()) > 0
 local rows, ttls, filters = {}, {}, {}
 for n, name in ipairs(names) do
-  local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
-    'topicSysFlag')
+  local q = values[n]
   rows[#rows + 1] = q[1]
   rows[#rows + 1] = q[2]
   rows[#rows + 1] = q[3]
   rows[#rows + 1] = q[4]
   -- A group without an entry: gone (its rows still draining), or written before the index.
-  local entry = q[1] and (entries[n] or group_route(name)) or false
+  local entry = entries[n] or group_route(name) or false
   entries[n] = entry
   if entry then
     for addr, mcluster in string.gmatch(entry, MEMBER) do

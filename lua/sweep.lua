@@ -25,13 +25,18 @@
       due: brokers due before this call; live: brokers in the deadline set before this call;
       cleanup "1" when queue data is left for drain_cleanup.lua;
       then one triple per removed broker
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "clock"
 --- @include "changes"
 --- @include "cascade"
+--- @include "queue_data"
 
+local moved = qd_fence(true)
+if moved then return moved end
 local now = arg_now_ms ~= '' and tonumber(arg_now_ms) or now_ms()
 local batch, share = tonumber(arg_batch), tonumber(arg_guard_share)
 local max_hold = tonumber(arg_guard_max_hold_ms)

@@ -11,27 +11,36 @@
     ARGV[2] arg_cluster    clusterName (mode "cluster" only)
   Output:
     {"ok", topic1, topic2, ...}   the topics, unsorted
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
---- @include "group_ids"
+--- @include "queue_data"
 
 local mode = arg_mode
+local moved = qd_fence(false)
+if moved then return moved end
 if mode == 'cluster' then
-  local names = rcall('SMEMBERS', k_cluster(arg_cluster))
-  local out = {'ok'}
-  if #names == 0 then return out end
-  local keys = {}
-  for i, name in ipairs(names) do keys[i] = k_broker_topics(name) end
-  for _, topic in ipairs(rcall('SUNION', unpack(keys))) do out[#out + 1] = topic end
+  -- A group's lists may name a topic twice, or one it no longer has a row of (layout 2).
+  local out, seen = {'ok'}, {}
+  for _, name in ipairs(rcall('SMEMBERS', k_cluster(arg_cluster))) do
+    for _, topic in ipairs(qd_group_topics(name)) do
+      if not seen[topic] and qd_has_row(topic, name) then
+        seen[topic] = true
+        out[#out + 1] = topic
+      end
+    end
+  end
   return out
 end
 local out = {'ok'}
 for _, topic in ipairs(rcall('SMEMBERS', k_topics())) do
-  local names = group_names_of(rcall('SMEMBERS', k_topic(topic)))
+  local names = qd_topic_names(topic)
   table.sort(names)
   if #names > 0 then
-    local flag = tonumber(rcall('HGET', k_queue(topic, names[1]), 'topicSysFlag')) or 0
+    local _, _, _, f = qd_row(topic, names[1])
+    local flag = tonumber(f) or 0
     local unit, unit_sub = flag % 2 == 1, math.floor(flag / 2) % 2 == 1
     if (mode == 'unit' and unit) or (mode == 'unit-sub' and unit_sub)
         or (mode == 'unit-sub-ununit' and unit_sub and not unit) then

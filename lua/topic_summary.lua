@@ -11,24 +11,24 @@
     {"ok", {topic, {brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag,
      brokerName, ...}}, ...}: one entry per topic, in arg_topics' order (no rows: the topic is
      gone)
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
---- @include "rcall"
---- @include "keys"
---- @include "group_ids"
+--- @include "queue_data"
 
+local moved = qd_fence(false)
+if moved then return moved end
 local out = {'ok'}
 for _, topic in ipairs(arg_topics) do
   local rows = {}
-  for _, name in ipairs(group_names_of(rcall('SMEMBERS', k_topic(topic)))) do
-    local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
-      'topicSysFlag')
-    if q[1] then
-      rows[#rows + 1] = name
-      rows[#rows + 1] = q[1]
-      rows[#rows + 1] = q[2]
-      rows[#rows + 1] = q[3]
-      rows[#rows + 1] = q[4] or '0'
-    end
+  local names, values = qd_topic_rows(topic)
+  for n, name in ipairs(names) do
+    local q = values[n]
+    rows[#rows + 1] = name
+    rows[#rows + 1] = q[1]
+    rows[#rows + 1] = q[2]
+    rows[#rows + 1] = q[3]
+    rows[#rows + 1] = q[4]
   end
   out[#out + 1] = {topic, rows}
 end

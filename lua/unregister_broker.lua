@@ -23,13 +23,18 @@
                               data is left for drain_cleanup.lua
     {"kept"}         (a closed connection) the broker is registered over another open
                      connection, or was never registered over this one; nothing else changed
+    {"layout", layout}   the store is in another layout than this assembly's
+                         (includes/<layout>/queue_data.lua); nothing written
 ]]
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
 --- @include "cascade"
+--- @include "queue_data"
 
 local cluster, addr, name, conn = arg_cluster, arg_addr, arg_name, arg_connection
+local moved = qd_fence(true)
+if moved then return moved end
 local budget = new_budget(tonumber(arg_row_budget))
 if conn ~= '' then
   local ckey = k_conns(cluster, addr)

@@ -31,6 +31,9 @@ class Settings:
     advertise_address: str = ""  # empty: the bind address, or the host's primary address
     processes: str = "1"  # worker processes sharing the ports (SO_REUSEPORT), or "auto"
     namespace: str = "default"
+    # Move a store from the queue data's layout 1 to 2 once no older worker is alive ("auto"),
+    # or keep it in layout 1 ("hold"): docs/table-shape.md, the move.
+    layout_move: str = "auto"
     broker_timeout: float = 120.0  # seconds, for brokers that send no heartbeatTimeoutMillis
     sweep_interval: float = 10.0
     expiry_guard_share: float = 0.0  # 0: the mass-expiry guard is off
@@ -107,6 +110,8 @@ class Settings:
         validation.integer(self.metrics_port, "metrics-port", 0, 65535)
         if self.advertise_address.count(":") == 1:  # host:port (a bare IPv6 has several)
             validation.addr(self.advertise_address, "advertise-address")
+        if self.layout_move not in ("auto", "hold"):
+            raise validation.ValidationError("layout-move", "must be auto or hold")
         if self.log_format not in ("json", "console"):
             raise validation.ValidationError("log-format", "must be json or console")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -191,6 +196,8 @@ HELP = {
                  "supervisor that restarts a crashed one; a number or auto (one per usable "
                  "CPU); 1 runs the worker in this process",
     "namespace": "route-table namespace in Redis (one RocketMQ deployment)",
+    "layout_move": "auto: move a store written before the queue data's layout 2 to it once no "
+                   "worker of an older build is alive; hold: keep it in layout 1",
     "broker_timeout": "seconds before a silent broker expires, unless it sends its own timeout",
     "sweep_interval": "seconds between expiry sweeps",
     "expiry_guard_share": "hold a sweep that would expire more than this share of live brokers "
@@ -260,7 +267,7 @@ GROUP = {
     **dict.fromkeys(("host", "http_port", "remoting_port", "metrics_port", "advertise_address",
                      "processes"), "ports and processes"),
     **dict.fromkeys(("redis_url", "redis_username", "redis_password", "data_dir", "namespace",
-                     "min_replica_acks", "replica_ack_timeout"), "Redis"),
+                     "min_replica_acks", "replica_ack_timeout", "layout_move"), "Redis"),
     **dict.fromkeys(("broker_timeout", "sweep_interval", "expiry_guard_share",
                      "expiry_guard_max_hold"), "broker expiry"),
     **dict.fromkeys(("controller_port", "controller_elect_unclean"), "controller"),

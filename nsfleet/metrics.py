@@ -102,6 +102,12 @@ class Metrics:
                                       registry=r)
         self.sweep_held = Counter("nsfleet_sweep_held",
                                   "Sweeps held by the mass-expiry guard", registry=r)
+        self.layout = Gauge("nsfleet_queue_data_layout", "The queue data's layout of the store "
+                            "as this worker last saw it: 1 (one hash per row) or 2 (one hash "
+                            "per topic; docs/table-shape.md)", registry=r)
+        self.old_workers = Gauge("nsfleet_old_workers", "Live workers of a build before layout "
+                                 "2, seen after the store moved to it (they read no queue "
+                                 "data); at the last check", registry=r)
         self._controller_metrics(r)
         self.redis_errors = Counter("nsfleet_redis_errors", "Redis errors by operation",
                                     ["operation"], registry=r)

@@ -255,7 +255,9 @@ class Worker:
         self._sweeper = Sweeper(self._store, metrics, interval=settings.sweep_interval,
                                 guard_share=settings.expiry_guard_share,
                                 guard_max_hold=settings.expiry_guard_max_hold,
-                                outage=self._outage.clock)
+                                outage=self._outage.clock,
+                                worker_id=self._presence.worker_id,
+                                layout_move=settings.layout_move)
         self._sweeper.start()
         self._ns.controller.start()
         # What start-up built (modules, the apps, their tables) lives as long as the worker:

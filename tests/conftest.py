@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 
 from nsfleet.redis_server import RedisServer, wheel_binaries
 from nsfleet.store import RouteStore
+from nsfleet.store.script_calls import ScriptCalls
 
 
 def _oldest_supported_server() -> None:
@@ -30,6 +31,26 @@ def _oldest_supported_server() -> None:
 
 
 _oldest_supported_server()
+
+
+def _layout_under_test() -> None:
+    """NSFLEET_TEST_LAYOUT=1 runs the in-process stores of a test run on the queue data's layout
+    1 (docs/queue-data-layouts.md: what stores written before layout 2 hold until they move), as
+    .ci/run does for the conformance suite; unset, a new store starts in layout 2, as in
+    production."""
+    layout = os.environ.get("NSFLEET_TEST_LAYOUT")
+    if not layout:
+        return
+    original = ScriptCalls._init_layout
+
+    async def init_layout(self: ScriptCalls, old_workers: bool) -> None:
+        await self.redis.set(self.keys.layout, layout, nx=True)
+        await original(self, old_workers)
+
+    ScriptCalls._init_layout = init_layout  # type: ignore[method-assign]
+
+
+_layout_under_test()
 
 
 def pytest_report_header() -> str:

@@ -1,9 +1,10 @@
 --- @include "rcall"
 --- @include "keys"
+--- @include "clock"
 --- @include "perms"
 --- @include "changes"
 --- @include "group_routes"
---- @include "group_ids"
+--- @include "queue_data"
 --[[
   Input: KEYS[1] through keys.lua; no ARGV[i]: its functions take what they use as arguments.
   The removal cascade shared by unregister, the expiry sweep and the fenced register path
@@ -30,45 +31,22 @@
 -- `deferred`, set once one of them left work to drain_cleanup.lua or clear_write_perm.lua.
 local function new_budget(rows) return {rows = rows, deferred = false} end
 
-local function drop_queue(topic, name)
-  rcall('DEL', k_queue(topic, name))
-  unindex_group(topic, name)
-  if rcall('SREM', k_broker_topics(name), topic) == 1 and rcall('EXISTS', k_group(name)) == 1 then
-    -- A queue row of the group went: its next registration must do the full work again
-    -- (topicsEpoch counts every row of the group added, removed or changed).
-    rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
-  end
-  rcall('HDEL', k_mappings(topic), name)
-  if rcall('SCARD', k_topic(topic)) == 0 then
-    rcall('SREM', k_topics(), topic)
-    rcall('DEL', k_mappings(topic))
-  end
-  touch_topic(topic)
-end
-
 -- True when the row had the write perm (and has it no more).
 local function clear_topic_write_perm(topic, name)
-  local qk = k_queue(topic, name)
-  local perm = tonumber(rcall('HGET', qk, 'perm'))
-  if perm and writeable(perm) then
-    rcall('HSET', qk, 'perm', perm - 2)
-    rcall('HINCRBY', k_group(name), 'topicsEpoch', 1)
-    touch_topic(topic)
-    return true
-  end
-  return false
+  local _, _, p = qd_row(topic, name)
+  local perm = tonumber(p)
+  return perm ~= nil and writeable(perm) and qd_set_perm(topic, name, fmt(perm - 2))
 end
 
 -- per_topic(topic, name) over every topic of the group when they fit `budget` (which they
--- spend); otherwise defer(topics key) records the work for a chunked drain instead.
+-- spend); otherwise defer() records the work for a chunked drain instead.
 local function each_topic_within_budget(budget, name, per_topic, defer)
-  local btkey = k_broker_topics(name)
-  local count = rcall('SCARD', btkey)
+  local count = qd_group_topic_count(name)
   if count <= budget.rows then
     budget.rows = budget.rows - count
-    for _, topic in ipairs(rcall('SMEMBERS', btkey)) do per_topic(topic, name) end
+    for _, topic in ipairs(qd_group_topics(name)) do per_topic(topic, name) end
   else
-    defer(btkey)
+    defer()
     budget.deferred = true
   end
 end
@@ -114,11 +92,9 @@ local function remove_broker(budget, cluster, addr, name)
   end
   if remaining == 0 then
     -- A group too big for the budget: its topic set becomes a durable cleanup record.
-    each_topic_within_budget(budget, name, drop_queue, function(btkey)
-      rcall('RENAME', btkey, k_cleanup(name))
-      rcall('SADD', k_cleanups(), name)
-    end)
-    rcall('DEL', k_group(name), mkey, k_broker_topics(name), k_member_clusters(name))
+    each_topic_within_budget(budget, name, drop_queue, function() qd_defer_cleanup(name) end)
+    qd_forget_group(name)
+    rcall('DEL', k_group(name), mkey, k_member_clusters(name))
     rcall('HDEL', k_route_groups(), name)
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.

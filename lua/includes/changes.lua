@@ -37,20 +37,11 @@ local function touch_all() changed_all = true end
 -- ORDER_TOPIC_CONFIG): bump the counter only.
 local function touch_none() changed_any = true end
 
--- Every topic of group `name` may have changed. Past 500 topics in one call (one big group, or
--- many groups in one sweep) they are announced as "any route may have changed" instead of topic
--- by topic, so the message stays bounded whatever the sizes (one refill per hot topic in every
--- worker's cache).
+-- What one call may still name topic by topic when a group's topics may all have changed
+-- (queue_data.lua's touch_group): past 500 topics in one call (one big group, or many groups in
+-- one sweep) they are announced as "any route may have changed" instead, so the message stays
+-- bounded whatever the sizes (one refill per hot topic in every worker's cache).
 local touch_group_budget = 500
-local function touch_group(name)
-  local count = rcall('SCARD', k_broker_topics(name))
-  if count > touch_group_budget then
-    changed_all = true
-  else
-    touch_group_budget = touch_group_budget - count
-    touch_topics(rcall('SMEMBERS', k_broker_topics(name)))
-  end
-end
 
 -- redis.call takes a bounded number of arguments (Lua's C stack): big lists go by slices.
 local SLICE = 1000

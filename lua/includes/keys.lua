@@ -34,6 +34,15 @@ local function k_mappings(topic) return P .. ':idx:mappings:' .. topic end
 local function k_cleanups() return P .. ':idx:cleanups' end
 local function k_cleanup(name) return P .. ':idx:cleanup:' .. name end
 local function k_perm_clears() return P .. ':idx:perm-clears' end
+-- The queue data's layout ("2": one hash per topic; absent or "1": one hash per row; "moving").
+local function k_layout() return P .. ':layout' end
+local function k_layout_move() return P .. ':layout-move' end
+-- Layout 2: one hash per topic (brokerName -> "rq\twq\tperm\tflag"), and per group the topics it
+-- serves as lists (registration chunk -> topics joined by "\n"; "+" and other fields: extras).
+local function k_topic_routes_prefix() return P .. ':topic:' end
+local function k_topic_routes(topic) return P .. ':topic:' .. topic end
+local function k_group_topics(name) return P .. ':idx:group-topics:' .. name end
+local function k_cleanup_topics(name) return P .. ':idx:cleanup-topics:' .. name end
 local function k_seq() return P .. ':seq' end
 local function k_rev() return P .. ':rev' end
 local function k_changes() return P .. ':changes' end

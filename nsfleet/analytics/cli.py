@@ -176,6 +176,9 @@ def _report(spark: SparkSession, args: argparse.Namespace, namespace: str, out: 
         for name in TABLE_NAMES:
             getattr(tables, name).count()  # materializes the cached snapshot
             done(next(labels))
+        if job.settle_layout(spark, tables, args.redis_url, namespace, partitions,
+                             args.scan_count):
+            tables.queues.count()
         # "Now" is taken after the snapshot is read: every heartbeat read is then in the past
         # (age >= 0); a broker whose deadline passed since it was read shows remainingMs < 0.
         now_ms = redis_time_ms(args.redis_url)

@@ -1,8 +1,13 @@
 """The fleet report's computations: pure functions from the table DataFrames to result DataFrames.
 
-Inputs are the ``nsfleet`` data source's DataFrames (default schemas). Nothing here touches Redis
-or the file system, so each function can be tested on hand-made DataFrames. Joins are on
-``brokerName`` alone: a broker group name is global in RocketMQ (the group row is keyed by it).
+Inputs are the ``nsfleet`` data source's DataFrames (default schemas). Past the loading (the data
+source, and the queue data's layout key) nothing here touches Redis or the file system, so each
+function can be tested on hand-made DataFrames. Joins are on ``brokerName`` alone: a broker group
+name is global in RocketMQ (the group row is keyed by it).
+
+``queues`` is the same table in both queue-data layouts (docs/queue-data-layouts.md): layout 1's
+row hashes as they are, or layout 2's topic hashes read with a column per brokerName and stacked
+into the same (topic, brokerName) rows (``queues_from_topics``).
 
 "Live" means "has a broker row": rows carry the broker's deadline as their TTL, so an expired
 broker is gone from the brokers table even before the sweep cascades it out of the indexes.
@@ -10,20 +15,29 @@ broker is gone from the brokers table even before the sweep cascades it out of t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from nsfleet.analytics.datasource import read_table
+from nsfleet.analytics import scan, tables
+from nsfleet.analytics.datasource import read_table, schema, topics_schema
 from nsfleet.domain.model import MASTER_ID, PERM_WRITE
+from nsfleet.store.keys import Keys
 
 NO_ZONE = "(none)"
 """Zone label of brokers registered without one (a real zone cannot contain parentheses)."""
 
 NEAR_DEADLINE = (0.10, 0.25, 0.50)
 """Headroom thresholds reported: share of the heartbeat timeout left before the deadline."""
+
+ROWS, TOPICS = "1", "2"
+"""The queue data's layouts as the job reads them: layout 1's row hashes (also while the store
+is "moving", whose readers read layout 1's keys) or layout 2's topic hashes."""
+
+_TOPIC_KEY = ":topic"  # the topic hashes' key column: a brokerName may be "topic", none has ':'
 
 
 @dataclass(slots=True)
@@ -34,6 +48,7 @@ class FleetTables:
     kv: DataFrame
     broker_sets: DataFrame  # the controller's (docs/controller.md)
     replicas: DataFrame
+    layout: str = ROWS  # the layout ``queues`` was read in
 
     def all(self) -> tuple[DataFrame, ...]:
         return (self.brokers, self.groups, self.queues, self.kv, self.broker_sets, self.replicas)
@@ -50,14 +65,93 @@ class FleetTables:
             df.unpersist()
 
 
+def read_layout(url: str, namespace: str) -> str:
+    """``ROWS`` or ``TOPICS``, from the store's ``P:layout``."""
+    key = Keys(namespace).layout
+    client = scan.namespace_client(url, key)
+    try:
+        layout = client.get(key)
+    finally:
+        client.close()
+    if layout in (None, "1", "moving"):
+        return ROWS
+    if layout == "2":
+        return TOPICS
+    raise ValueError(f"{key} is {layout!r}: a queue data layout this build cannot read")
+
+
+def draining_groups(url: str, namespace: str) -> set[str]:
+    """brokerNames of removed groups whose queue data is still being deleted: rows without a
+    group row, which the report shows as ``queue_without_group`` in both layouts."""
+    key = Keys(namespace).cleanups
+    client = scan.namespace_client(url, key)
+    try:
+        return set(client.smembers(key))
+    finally:
+        client.close()
+
+
+def queues_from_topics(topics: DataFrame, broker_names: Sequence[str],
+                       key_column: str = tables.TOPICS_KEY_COLUMN) -> DataFrame:
+    """Layout 2's topic hashes (a row per topic: its key column, then a string column per
+    brokerName holding its queue data, ``tables.QUEUE_VALUE`` tab-separated, or null) as the
+    ``queues`` table: a row per value, with layout 1's columns, types and ``_key``."""
+    if not broker_names:
+        return topics.sparkSession.createDataFrame([], schema("queues"))
+    # stack(n, name1, value1, ...): a (brokerName, value) row per column; faster than unpivot
+    # (an Expand of a projection per column) over hundreds of brokerNames.
+    pairs = [c for name in broker_names for c in (F.lit(name), F.col(tables.quote(name)))]
+    stacked = (topics.select(F.col(tables.quote(key_column)).alias("topic"),
+                             F.stack(F.lit(len(broker_names)), *pairs).alias("brokerName", "value"))
+               .where(F.col("value").isNotNull()))
+    # ANSI casts (Spark 4's default) fail on a malformed number, as the row reader does.
+    parts = F.split("value", "\t")
+    return stacked.select(
+        "topic", "brokerName",
+        *(parts[i].cast("int").alias(c) for i, c in enumerate(tables.QUEUE_VALUE)),
+        F.concat("topic", F.lit(":"), "brokerName").alias(tables.KEY_COLUMN))
+
+
+def topic_queues(spark: SparkSession, groups: DataFrame, url: str, namespace: str,
+                 partitions: int = 4, scan_count: int = 1000) -> DataFrame:
+    """Layout 2's ``queues``: the topic hashes read with a column per brokerName of ``groups``
+    and of the removed groups still draining (a hash field of no such name is not read)."""
+    found = {r.brokerName for r in groups.select("brokerName").collect() if r.brokerName}
+    names = sorted(found | draining_groups(url, namespace))
+    if not names:
+        return spark.createDataFrame([], schema("queues"))
+    topics = read_table(spark, tables.TOPICS, url=url, namespace=namespace,
+                        partitions=partitions, scan_count=scan_count,
+                        schema=topics_schema(names, _TOPIC_KEY), key_column=_TOPIC_KEY)
+    return queues_from_topics(topics, names, _TOPIC_KEY)
+
+
 def load_tables(spark: SparkSession, url: str, namespace: str, partitions: int = 4,
                 scan_count: int = 1000) -> FleetTables:
     def read(table: str) -> DataFrame:
         return read_table(spark, table, url=url, namespace=namespace, partitions=partitions,
                           scan_count=scan_count)
 
-    return FleetTables(*(read(t) for t in ("brokers", "groups", "queues", "kv", "broker_sets",
-                                           "replicas")))
+    # Cached now: layout 2's queues are read with its brokerNames, from the same snapshot.
+    groups = read("groups").cache()
+    layout = read_layout(url, namespace)
+    queues = (read("queues") if layout == ROWS
+              else topic_queues(spark, groups, url, namespace, partitions, scan_count))
+    return FleetTables(read("brokers"), groups, queues, read("kv"), read("broker_sets"),
+                       read("replicas"), layout)
+
+
+def settle_layout(spark: SparkSession, t: FleetTables, url: str, namespace: str,
+                  partitions: int = 4, scan_count: int = 1000) -> bool:
+    """After ``t`` is read: when the store finished moving to layout 2 meanwhile, layout 1's
+    rows may have been deleted under the read, so ``queues`` is read again from the topic hashes
+    (cached, as ``t``'s tables are). True when it was."""
+    if t.layout == TOPICS or read_layout(url, namespace) == ROWS:
+        return False
+    t.queues.unpersist()
+    t.queues = topic_queues(spark, t.groups, url, namespace, partitions, scan_count).cache()
+    t.layout = TOPICS
+    return True
 
 
 def _zone(col: str = "zoneName") -> Column:

@@ -145,6 +145,25 @@ def read_partition(client: redis.Redis, spec: ScanSpec, index: int) -> Iterator[
         yield from _fetch(client, spec, batch)
 
 
+def read_hashes(client: redis.Redis, spec: ScanSpec, index: int
+                ) -> Iterator[tuple[list[str], list[dict[str, str]]]]:
+    """Partition ``index``'s hashes whole (HGETALL), in batches of (key suffixes, hashes), for a
+    table whose columns are field names most hashes lack (layout 2's topic hashes, a field per
+    brokerName): HMGET of every column would answer mostly nils. A hash holding none of the
+    columns (vanished, or none of the schema's groups) is dropped, as ``read_partition`` does."""
+    if not 0 <= index < spec.partitions:
+        raise ValueError(f"partition {index} out of range 0..{spec.partitions - 1}")
+    wanted, cut = set(spec.fields), len(spec.prefix)
+    for keys in owned_keys(client, spec, index):
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+        kept = [(key[cut:], h) for key, h in zip(keys, pipe.execute(), strict=True)
+                if not wanted.isdisjoint(h)]
+        if kept:
+            yield [k for k, _ in kept], [h for _, h in kept]
+
+
 # --- connections and Redis Cluster ------------------------------------------------------------
 
 
@@ -152,6 +171,21 @@ def connect(url: str, endpoint: tuple[str, int] | None = None) -> redis.Redis:
     """A decoding client for ``url``, or for ``endpoint`` with the URL's credentials and TLS."""
     return redis.Redis.from_url(with_endpoint(url, endpoint) if endpoint else url,
                                 decode_responses=True)
+
+
+def namespace_client(url: str, key: str) -> redis.Redis:
+    """A decoding client for the driver's own reads of the namespace holding ``key``: on the
+    Redis Cluster node serving its slot (see ``slot_owner``), else on ``url``'s server."""
+    client = connect(url)
+    try:
+        endpoint = slot_owner(client, key)
+    except BaseException:
+        client.close()
+        raise
+    if endpoint is None:
+        return client
+    client.close()
+    return connect(url, endpoint)
 
 
 def with_endpoint(url: str, endpoint: tuple[str, int]) -> str:

@@ -1,5 +1,6 @@
 """The row tables as Spark sees them (the route tables and the controller's): column names,
-value types and key prefixes.
+value types and key prefixes; and layout 2's topic hashes, which the job turns into the
+``queues`` rows (docs/queue-data-layouts.md).
 
 One definition serves the ``nsfleet`` data source, the spark-redis schemas in docs/spark.md and
 the tests, so a field added to a row in the Lua scripts needs adding here once. Types follow the
@@ -10,6 +11,7 @@ read back as "" - the data source returns what Redis holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -70,6 +72,29 @@ KEY_SUFFIX = {
 """What the key column holds per table (documentation and error messages)."""
 
 
+TOPICS = "topics"
+"""Layout 2's queue data: one hash per topic ``P:topic:<topic>``, field brokerName, value
+``QUEUE_VALUE`` joined by tabs. Not a row table (not in ``TABLES``): its columns are the
+brokerNames, so a reader names them in its schema (``topics_ddl``)."""
+
+TOPICS_KEY_COLUMN = "topic"
+"""Default key column of ``topics``: the key suffix is the topic."""
+
+QUEUE_VALUE = ("readQueueNums", "writeQueueNums", "perm", "topicSysFlag")
+"""The queues columns a ``topics`` value holds, in order (the rest are the topic and the field)."""
+
+
+def quote(name: str) -> str:
+    """``name`` as a Spark identifier: a brokerName may hold '.', ' ', '`' (anything but ':')."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def topics_ddl(broker_names: Iterable[str], key_column: str = TOPICS_KEY_COLUMN) -> str:
+    """Schema of ``topics`` with a string column per brokerName, the key column first."""
+    return ", ".join([f"{quote(key_column)} string",
+                      *(f"{quote(name)} string" for name in broker_names)])
+
+
 def columns(table: str) -> tuple[Column, ...]:
     try:
         return TABLES[table]
@@ -84,6 +109,8 @@ def ddl(table: str, key_column: str = KEY_COLUMN) -> str:
 
 def pattern(namespace: str, table: str) -> str:
     """SCAN MATCH pattern of the table's rows (also spark-redis' ``keys.pattern``)."""
+    if table == TOPICS:
+        return Keys(namespace).topic_routes("*")
     columns(table)
     return Keys(namespace).table_pattern(table)
 
@@ -93,9 +120,14 @@ def prefix(namespace: str, table: str) -> str:
     return pattern(namespace, table)[:-1]
 
 
-def spark_redis_options(namespace: str, table: str, key_column: str = KEY_COLUMN
+def default_key_column(table: str) -> str:
+    return TOPICS_KEY_COLUMN if table == TOPICS else KEY_COLUMN
+
+
+def spark_redis_options(namespace: str, table: str, key_column: str | None = None
                         ) -> dict[str, str]:
     """Options that make spark-redis (``format("org.apache.spark.sql.redis")``, Spark 3.x) read
-    the table; pass ``ddl(table, key_column)`` as the schema. Connection options (``host``,
-    ``port``, ``auth``, ``dbNum``) come on top."""
-    return {"keys.pattern": pattern(namespace, table), "key.column": key_column}
+    the table; pass ``ddl(table, key_column)`` (``topics_ddl(names)`` for ``topics``) as the
+    schema. Connection options (``host``, ``port``, ``auth``, ``dbNum``) come on top."""
+    return {"keys.pattern": pattern(namespace, table),
+            "key.column": key_column or default_key_column(table)}

@@ -232,6 +232,16 @@ class StoreUnavailable(NameServerError):
         super().__init__(f"Redis unavailable: {reason}")
 
 
+class LayoutMoving(StoreUnavailable):
+    """The route tables' layout has been moving (docs/table-shape.md) for longer than a write
+    waits for it; the request may be retried."""
+
+    def __init__(self, waited_s: float) -> None:
+        NameServerError.__init__(
+            self, f"the route tables' layout has been moving for {waited_s:.0f} s; writes wait "
+            "for the move to end")
+
+
 class ReplicaAcksMissing(NameServerError):
     """A write reached the Redis master but fewer replicas than ``--min-replica-acks``
     acknowledged it in time: not acknowledged to the client, since a failover may lose it."""

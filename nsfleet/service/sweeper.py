@@ -20,17 +20,26 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from nsfleet.metrics import Metrics
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.outage import OutageClock
-from nsfleet.store import RouteStore, SweepResult
+from nsfleet.store import RouteStore, SweepResult, scripts
 
 log = structlog.get_logger(__name__)
 SWEEP_STOP_SECONDS = 5.0  # how long a sweep in flight at shutdown may take to finish
+# How often a worker looks at the queue data's layout (moves it, or counts old workers): every
+# sixth sweep (a minute at the default --sweep-interval), as each look SCANs for the workers'
+# presence keys, whose cost grows with the store.
+LAYOUT_CHECK_SWEEPS = 6
 
 
 class Sweeper:
     def __init__(self, store: RouteStore, metrics: Metrics, *, interval: float,
                  guard_share: float, guard_max_hold: float = 120.0, batch: int = 100,
-                 max_batches: int = 50, outage: OutageClock | None = None) -> None:
+                 max_batches: int = 50, outage: OutageClock | None = None,
+                 worker_id: str = "", layout_move: str = "auto") -> None:
         self.store = store
+        # The move of a store to layout 2 (docs/table-shape.md): "auto" or "hold".
+        self.worker_id = worker_id
+        self.layout_move = layout_move
+        self._sweeps_to_layout_check = 0
         self.metrics = metrics
         self.interval = interval
         self.guard_share = guard_share
@@ -107,6 +116,7 @@ class Sweeper:
             # Queue data a removal left to drain in chunks (P:idx:cleanups): normally drained by
             # the worker that removed the group at once, left here only when it died half-way.
             await self.store.drain_cleanups()
+            await self._check_layout()
             self._report_clusters(await self.store.live_count_by_cluster())
             self.metrics.store_up.set(1)
         except Exception as exc:  # a Redis outage must not kill the scheduler job
@@ -114,6 +124,33 @@ class Sweeper:
             self.metrics.redis_errors.labels("sweep").inc()
             log.warning("sweep failed", error=str(exc))
         return removed
+
+    async def _check_layout(self) -> None:
+        """Every LAYOUT_CHECK_SWEEPS sweeps: in layout 1, move the store to layout 2 when no
+        worker of an older build is alive (unless held); in layout 2, count such workers, which
+        read no queue data there."""
+        if self._sweeps_to_layout_check > 0:
+            self._sweeps_to_layout_check -= 1
+            return
+        self._sweeps_to_layout_check = LAYOUT_CHECK_SWEEPS - 1
+        calls = self.store.calls
+        # Also in layout 2 (a cleaning a dead mover left) and when held (a move it left).
+        moved = await self.store.move_layout(self.worker_id, hold=self.layout_move == "hold")
+        if moved is not None:
+            if moved.groups:
+                await self.history.record_many([("queue data moved to layout 2", {
+                    "groups": moved.groups, "rows": moved.rows,
+                    "seconds": round(moved.seconds, 3)})])
+            # The scripts would learn it from their next "layout" answer; the gauge now.
+            calls.layout = scripts.LAYOUT_TOPICS
+        self.metrics.layout.set(int(calls.layout or scripts.LAYOUT_ROWS))
+        if calls.layout == scripts.LAYOUT_TOPICS:
+            old = await self.store.old_workers()
+            self.metrics.old_workers.set(len(old))
+            if old:
+                log.error("workers of a build before layout 2 are alive: they read no queue "
+                          "data since the store moved to layout 2; stop them",
+                          workers=old[:10], count=len(old))
 
     def _report_clusters(self, live: dict[str, int]) -> None:
         self.clusters_seen.update(live)

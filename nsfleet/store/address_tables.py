@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from nsfleet.store.keys import Keys
+from nsfleet.store.layout_move import PRESENCE
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.route_store import RouteStore
 
@@ -34,7 +35,7 @@ class AddressTables:
         presence first: a reader that saw the address without it would drop the entry. (No
         MULTI: a Redis Cluster pipeline has none; one connection keeps the order.)"""
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(self.keys.worker(worker), "1", px=ttl_ms)
+            pipe.set(self.keys.worker(worker), PRESENCE, px=ttl_ms)  # this build's
             pipe.hset(self.keys.worker_addrs, worker, address)
             await pipe.execute()
 

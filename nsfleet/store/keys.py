@@ -10,8 +10,26 @@ them with ``keys.pattern`` + ``key.column``)::
 
   P:broker:<cluster>:<addr>      hash, PEXPIREAT = deadline   brokerLiveTable
   P:group:<brokerName>           hash                         brokerAddrTable (group meta)
-  P:queue:<topic>:<brokerName>   hash                         topicQueueTable
   P:kv:<namespace>:<key>         hash                         KV config (':' and '%' escaped)
+
+The queue data (topicQueueTable), in the layout ``P:layout`` names (docs/queue-data-layouts.md)::
+
+  P:layout                       string "2" (layout 2); absent or "1": layout 1; "moving"
+  P:layout-move                  hash   the move from layout 1 to 2 under way (store/layout_move.py)
+  layout 2, Java's shape, one hash per topic:
+  P:topic:<topic>                hash   brokerName -> "rq\\twq\\tperm\\tflag" (spark-redis reads it
+                                        with a column per brokerName, docs/spark.md)
+  P:idx:group-topics:<name>      hash   the topics a group serves, as lists: "<n>" (or the
+                                        move's "m<n>") -> topics joined by "\\n"; "#" the last n
+  P:idx:cleanup-topics:<name>    hash   a removed group's lists still to delete
+  layout 1, stores written before 2026-11-28 until they move:
+  P:queue:<topic>:<brokerName>   hash   one row (a row table: topic, brokerName, the four numbers)
+  P:idx:topic:<topic>            set    the groups serving the topic, by number (an intset)
+  P:idx:group-ids                hash   brokerName -> its group number ("-1", "-2", ...)
+  P:idx:group-names              hash   group number -> brokerName
+  P:idx:group-seq                string the last group number given (negated)
+  P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
+  P:idx:cleanup:<name>           set    the topics of a removed group still to remove
 
 Indexes (never under a row-table prefix)::
 
@@ -19,12 +37,6 @@ Indexes (never under a row-table prefix)::
   P:idx:cluster:<cluster>        set    brokerNames of a cluster (clusterAddrTable)
   P:idx:members:<brokerName>     hash   brokerId -> brokerAddr (BrokerData.brokerAddrs)
   P:idx:topics                   set    all topics
-  P:idx:topic:<topic>            set    the groups serving the topic, by number (an intset)
-  P:idx:group-ids                hash   brokerName -> its group number ("-1", "-2", ...; kept
-                                        for good, so a group that comes back gets it back)
-  P:idx:group-names              hash   group number -> brokerName
-  P:idx:group-seq                string the last group number given (negated)
-  P:idx:broker-topics:<name>     set    topics of a broker group (cascade is O(its topics))
   P:idx:deadlines                zset   "<cluster>\\t<addr>" by deadline (epoch ms)
   P:idx:reg:<cluster>:<addr>     hash   brokerName, brokerId, generation; outlives the row's
                                         TTL, so the sweep can cascade and fence after expiry;
@@ -43,7 +55,8 @@ Indexes (never under a row-table prefix)::
   P:idx:conns:<cluster>:<addr>   set    "<worker>:<n>": the remoting connections over which the
                                         broker registered (removed when the last one closes)
   P:idx:worker:<worker>          string a worker's presence (PX), so a dead worker's
-                                        connections count as closed
+                                        connections count as closed: "2" (a build that knows
+                                        the queue data's layout 2) or "1" (one before)
   P:idx:worker-addrs             hash   worker -> the remoting address it advertises (the
                                         address server lists those whose presence is alive)
   P:idx:mappings:<topic>         hash   brokerName -> TopicQueueMappingInfo JSON (static topics)
@@ -51,7 +64,6 @@ Indexes (never under a row-table prefix)::
   P:idx:kv:<namespace>           hash   key -> value of one KV namespace (one-read KVTable)
   P:idx:cleanups                 set    brokerNames of removed groups whose queue data is
                                         still being removed in chunks (drain_cleanup.lua)
-  P:idx:cleanup:<name>           set    the topics of such a group still to remove
   P:idx:perm-clears              hash   brokerName -> SSCAN cursor: acting-master groups whose
                                         write perm is still being cleared in chunks
   P:seq                          string registration generation counter (fencing)
@@ -96,7 +108,8 @@ from dataclasses import dataclass
 
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
-__all__ = ["ORDER_TOPIC_CONFIG", "TABLE_PREFIX", "Keys", "escape", "live_member", "unescape"]
+__all__ = ["GROUP_TOPICS_COUNTER", "ORDER_TOPIC_CONFIG", "TABLE_PREFIX", "Keys", "escape",
+           "live_member", "unescape"]
 
 
 def escape(part: str) -> str:
@@ -223,6 +236,24 @@ class Keys:
     def perm_clears(self) -> str:
         return f"{self.prefix}:idx:perm-clears"
 
+    # The queue data's layout (docs/table-shape.md): "2" one hash per topic, else one per row.
+    @property
+    def layout(self) -> str:
+        return f"{self.prefix}:layout"
+
+    @property
+    def layout_move(self) -> str:
+        return f"{self.prefix}:layout-move"
+
+    def topic_routes(self, topic: str) -> str:
+        return f"{self.prefix}:topic:{topic}"
+
+    def group_topics(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:group-topics:{broker_name}"
+
+    def cleanup_topics(self, broker_name: str) -> str:
+        return f"{self.prefix}:idx:cleanup-topics:{broker_name}"
+
     @property
     def seq(self) -> str:
         return f"{self.prefix}:seq"
@@ -274,6 +305,10 @@ class Keys:
     @property
     def ctl_deadlines(self) -> str:
         return f"{self.prefix}:ctl:idx:deadlines"
+
+
+# The field of P:idx:group-topics:<name> numbering its lists (lua/includes/topics/queue_data.lua).
+GROUP_TOPICS_COUNTER = "#"
 
 
 def live_member(cluster: str, addr: str) -> str:

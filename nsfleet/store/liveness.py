@@ -6,6 +6,7 @@ from __future__ import annotations
 from nsfleet.domain import validation
 from nsfleet.domain.model import DataVersion
 from nsfleet.store import scripts
+from nsfleet.store.layout_move import PRESENCE
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
 from nsfleet.store.script_calls import ScriptCalls
@@ -18,8 +19,9 @@ class Liveness:
         self._keys = calls.keys
 
     async def mark_worker_alive(self, worker: str, ttl_ms: int) -> None:
-        """This worker is alive for ``ttl_ms`` more: its connections count as open."""
-        await self._calls.redis.set(self._keys.worker(worker), "1", px=ttl_ms)
+        """This worker is alive for ``ttl_ms`` more: its connections count as open. The value
+        says which build it is (``layout_move.PRESENCE``: one that knows layout 2)."""
+        await self._calls.redis.set(self._keys.worker(worker), PRESENCE, px=ttl_ms)
 
     async def heartbeat(self, cluster: str, addr: str) -> bool:
         """Refresh a live broker's deadline; False when the broker is not live."""

@@ -23,7 +23,7 @@ from nsfleet.runtime.memo import BoundedMemo
 from nsfleet.runtime.table_thread import in_table_thread
 from nsfleet.store import scripts
 from nsfleet.store.departures import Departures
-from nsfleet.store.keys import ORDER_TOPIC_CONFIG
+from nsfleet.store.keys import GROUP_TOPICS_COUNTER, ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
 from nsfleet.store.script_calls import ScriptCalls, flag, json_arg, pairs, table_arg
@@ -227,9 +227,7 @@ class BrokerRegistrar:
                     added_epoch += int(rest[2])
             if delete_absent and not stale:
                 incoming = {r[0] for r in rows}
-                absent = [t async for t in self._calls.redis.sscan_iter(
-                    self._keys.broker_topics(reg.name), count=1000) if t not in incoming]
-                absent = sorted(set(absent))  # SSCAN may return a member twice
+                absent = sorted(await self._listed_topics(reg.name) - incoming)
                 calls = [chunk("", "[]", json_arg(absent[i:i + n]), "0")
                          for i in range(0, len(absent), n)]
                 for status, rest in await self._calls.call_many("register_topics", calls,
@@ -244,6 +242,17 @@ class BrokerRegistrar:
                                    flag(force == "1" and writer == "1"), added_epoch),
             [self._keys.kv_namespaces, self._keys.kv_table(ORDER_TOPIC_CONFIG)])
         return changed, rest
+
+
+    async def _listed_topics(self, name: str) -> set[str]:
+        """The topics group ``name`` lists (docs/queue-data-layouts.md; in layout 2 a superset
+        of those it has a row of: the chunk skips the others)."""
+        if self._calls.layout == scripts.LAYOUT_TOPICS:
+            lists = await self._calls.redis.hgetall(self._keys.group_topics(name))
+            return {t for field, text in lists.items() if field != GROUP_TOPICS_COUNTER
+                    for t in text.split("\n") if t}
+        return {t async for t in self._calls.redis.sscan_iter(self._keys.broker_topics(name),
+                                                              count=1000)}
 
 
 def _registered(reg: BrokerRegistration, status: Status, rest: list[Any],

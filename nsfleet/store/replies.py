@@ -21,7 +21,8 @@ class Status(StrEnum):
     STALE = "stale"  # register_topics: a newer registration (or removal) took over
     KEPT = "kept"  # unregister_broker: another connection keeps the broker
     UNKNOWN = "unknown"  # heartbeat: no live broker
-    HELD = "held"  # sweep: the mass-expiry guard held the due brokers
+    HELD = "held"  # sweep: the mass-expiry guard held the due brokers; layout_move: not begun
+    LOST = "lost"  # layout_move: the caller's move is no longer the one under way
     NONE = "none"  # route: no route; controller_elect: no candidate, the master cleared
     # The controller's scripts (each header says which code of Java's each one is).
     UNREGISTERED = "unregistered"
@@ -37,6 +38,9 @@ class Status(StrEnum):
     ALIVE = "alive"
     BEHIND = "behind"  # controller_import: the fleet's masterEpoch is newer
     CONFLICT = "conflict"  # controller_import: the same masterEpoch, another master
+    # A queue-data script assembled for another layout than the store's (P:layout): called
+    # again in the store's (store/script_calls.py).
+    LAYOUT = "layout"
 
 
 class ScriptReplyError(RuntimeError):
@@ -75,7 +79,15 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
     "controller_clean": frozenset({Status.OK, Status.MASTER, Status.ALIVE, Status.UNKNOWN}),
     "controller_scan": frozenset({Status.OK}),
     "controller_import": frozenset({Status.OK, Status.SAME, Status.BEHIND, Status.CONFLICT}),
+    "layout_init": frozenset({Status.OK}),
+    "layout_move": frozenset({Status.OK, Status.HELD, Status.LOST}),
 }
+# Every script that reads or writes queue data checks the layout it was assembled for.
+for _name in ("register_broker", "register_topics", "register_commit", "unregister_broker",
+              "sweep", "drain_cleanup", "clear_write_perm", "route", "topic_summary", "topic_list",
+              "register_topic", "delete_topic", "write_perm"):
+    SCRIPT_STATUSES[_name] |= {Status.LAYOUT}
+del _name
 
 
 class Reply(NamedTuple):

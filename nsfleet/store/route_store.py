@@ -23,6 +23,7 @@ from nsfleet.store.departures import Departures, SweepResult
 from nsfleet.store.history import ChangeHistory
 from nsfleet.store.keys import Keys
 from nsfleet.store.kv_tables import KvTables
+from nsfleet.store.layout_move import MoveResult, maybe_move, old_workers_alive
 from nsfleet.store.liveness import Liveness
 from nsfleet.store.registration import PROBE_MIN_TOPICS, BrokerRegistrar
 from nsfleet.store.script_calls import CHUNK_ROWS, RedisClient, ScriptCalls
@@ -79,8 +80,22 @@ class RouteStore:
         return self.registration.unchanged_chunks
 
     async def load_scripts(self) -> None:
-        """SCRIPT LOAD every script, so the first real call is a plain EVALSHA."""
-        await self.calls.load()
+        """SCRIPT LOAD every script, so the first real call is a plain EVALSHA, and learn the
+        queue data's layout (a store without one, empty, stays in layout 1 while a worker of an
+        older build is alive: docs/table-shape.md)."""
+        old = not await self.redis.exists(self.keys.layout) and bool(await self.old_workers())
+        await self.calls.load(old_workers=old)
+
+    # --- the queue data's layout (docs/table-shape.md) ------------------------------------------
+
+    async def move_layout(self, worker_id: str, *, hold: bool = False) -> MoveResult | None:
+        """Move the store to layout 2 if it may move now, unless ``hold``; finish a move or its
+        cleaning another worker left (store/layout_move.py)."""
+        return await maybe_move(self.redis, self.keys, worker_id, hold=hold)
+
+    async def old_workers(self) -> list[str]:
+        """Live workers of a build that knows layout 1 only."""
+        return await old_workers_alive(self.redis, self.keys)
 
     # --- brokers arriving and leaving (registration, departures, liveness) ------------------
 

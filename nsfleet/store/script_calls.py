@@ -1,7 +1,13 @@
 """Calling the Lua scripts of ``lua/``: loaded once, run with the namespace prefix in KEYS[1],
 timed, acknowledged by replicas when asked (WAIT), their replies decoded (``replies``), and the
 bounded fan-out of chunked operations (``call_many``). One ``ScriptCalls`` per store, shared by
-every part of it (``route_store``): the parts hold it, none inherits from it."""
+every part of it (``route_store``): the parts hold it, none inherits from it.
+
+The scripts that read or write queue data are assembled once per layout of it
+(docs/queue-data-layouts.md) and each checks the store's ``P:layout``: one called in a layout the
+store has left answers "layout", and is called again in the store's (``layout``, followed here).
+While the store moves from layout 1 to 2 (``"moving"``), reads go on in layout 1 and writes wait
+for the move to end."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 
 from nsfleet.domain import validation
-from nsfleet.domain.errors import ReplicaAcksMissing
+from nsfleet.domain.errors import LayoutMoving, ReplicaAcksMissing
 from nsfleet.store import scripts
 from nsfleet.store.keys import Keys
 from nsfleet.store.redis_errors import translated
@@ -32,6 +38,10 @@ CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answer
 # chunks then queue in the worker, not in Redis, where every other client (a route read) would
 # wait behind all of them.
 CHUNKS_IN_REDIS = 4
+# How long a queue-data write waits for a move of the layout to end (store/layout_move.py)
+# before it fails as the store being unavailable.
+LAYOUT_MOVE_WAIT_S = 60.0
+LAYOUT_POLL_S = 0.1
 
 _encode = msgspec.json.Encoder().encode
 
@@ -43,9 +53,9 @@ def json_arg(value: Any) -> bytes:
 
 def table_arg(rows: Sequence[Sequence[str]]) -> bytes:
     """A topic table as register_broker.lua and register_topics.lua take it: a line per row, its
-    fields separated by tabs (lua/includes/queues.lua, TABLE_ROW). Stored topic names hold no
-    control character (``validation.unstorable_character``), so no field holds a tab or a
-    newline."""
+    fields separated by tabs (lua/includes/<layout>/queue_data.lua, TABLE_ROW). Stored topic
+    names hold no control character (``validation.unstorable_character``), so no field holds a
+    tab or a newline."""
     # map() with the bound str.join keeps the loop in C: ~7 ms for 60,000 rows, not ~9.
     return ("\n".join(map("\t".join, rows)) + "\n").encode() if rows else b""
 
@@ -81,33 +91,81 @@ class ScriptCalls:
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
         self._chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
-        self._scripts: dict[str, AsyncScript] = {
-            name: redis.register_script(scripts.source(name)) for name in scripts.SCRIPT_NAMES
+        # The store's layout as last seen: "1" (also while it moves) or "2"; None until the
+        # first queue-data call or ``load`` learns it.
+        self.layout: str | None = None
+        self._scripts: dict[tuple[str, str], AsyncScript] = {
+            (name, scripts.LAYOUT_TOPICS): redis.register_script(scripts.source(name))
+            for name in scripts.SCRIPT_NAMES
         }
+        self._scripts.update({
+            (name, scripts.LAYOUT_ROWS): redis.register_script(
+                scripts.source(name, layout=scripts.LAYOUT_ROWS))
+            for name in scripts.LAYOUT_SCRIPTS
+        })
 
     @translated
-    async def load(self) -> None:
-        """SCRIPT LOAD every script, so the first real call is a plain EVALSHA."""
+    async def load(self, old_workers: bool = False) -> None:
+        """SCRIPT LOAD every script, so the first real call is a plain EVALSHA, and learn the
+        store's layout (``old_workers``: a worker of a build before layout 2 is alive, so an
+        empty store stays in layout 1; lua/layout_init.lua)."""
         for script in self._scripts.values():
             script.sha = await self.redis.script_load(script.script)
+        await self._init_layout(old_workers)
+
+    async def _init_layout(self, old_workers: bool) -> None:
+        """Learn the store's layout (lua/layout_init.lua), once: not a call of the store's
+        operations, so neither timed nor seen by whoever wraps ``call``."""
+        args = scripts.argv("layout_init", scripts.LayoutInitArgs(flag(old_workers)))
+        raw = await self._scripts["layout_init", scripts.LAYOUT_TOPICS](
+            keys=[self.keys.prefix], args=args)
+        self._set_layout(decode("layout_init", raw).values[0])
+
+    def _set_layout(self, layout: str) -> None:
+        self.layout = (scripts.LAYOUT_TOPICS if layout == scripts.LAYOUT_TOPICS
+                       else scripts.LAYOUT_ROWS)
 
     async def call(self, name: str, args: tuple[Any, ...],
                     keys: Sequence[str] = ()) -> Reply:
         """Run a script with ``args``, its NamedTuple (``scripts.ARGS``); its reply, decoded
-        (``replies.decode``)."""
+        (``replies.decode``). A queue-data script runs in the store's layout (a "layout"
+        answer: again in the layout it names, after the move when it writes)."""
         argv = scripts.argv(name, args)
+        all_keys = [self.keys.prefix, *keys]
+        while True:
+            layout = scripts.LAYOUT_TOPICS
+            if name in scripts.LAYOUT_SCRIPTS:
+                if self.layout is None:
+                    await self._init_layout(False)
+                layout = self.layout or scripts.LAYOUT_TOPICS
+            reply = decode(name, await self._call_once((name, layout), all_keys, argv))
+            if reply.status is not Status.LAYOUT:
+                return reply
+            await self._follow_layout(reply.values[0], name in scripts.LAYOUT_READS)
+
+    async def _call_once(self, script: tuple[str, str], keys: list[str], argv: list[Any]) -> Any:
         started = time.perf_counter()
         try:
-            if self.replica_acks and name in scripts.ACKED_WRITES:
-                result = await self._call_acked(name, [self.keys.prefix, *keys], argv)
-            else:
-                result = await self._scripts[name](keys=[self.keys.prefix, *keys], args=argv)
+            if self.replica_acks and script[0] in scripts.ACKED_WRITES:
+                return await self._call_acked(script, keys, argv)
+            return await self._scripts[script](keys=keys, args=argv)
         finally:
             if self.on_script is not None:
-                self.on_script(name, time.perf_counter() - started)
-        return decode(name, result)
+                self.on_script(script[0], time.perf_counter() - started)
 
-    async def _call_acked(self, name: str, keys: list[str], args: list[Any]) -> Any:
+    async def _follow_layout(self, layout: str, reads: bool) -> None:
+        """The store is in ``layout`` (a script's "layout" answer): follow it; a write waits
+        while the store moves (its layout 1 keys are being copied and must not change)."""
+        waited = 0.0
+        while layout == "moving" and not reads:
+            if waited >= LAYOUT_MOVE_WAIT_S:
+                raise LayoutMoving(waited)
+            await asyncio.sleep(LAYOUT_POLL_S)
+            waited += LAYOUT_POLL_S
+            layout = await self.redis.get(self.keys.layout) or scripts.LAYOUT_ROWS
+        self._set_layout(layout)
+
+    async def _call_acked(self, name: tuple[str, str], keys: list[str], args: list[Any]) -> Any:
         """The script, then WAIT on the same connection (WAIT counts the replicas that have
         every write of its own connection)."""
         pipe = self.redis.pipeline(transaction=False)

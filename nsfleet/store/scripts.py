@@ -254,6 +254,19 @@ class ControllerImportArgs(NamedTuple):
     replicas: Sequence[str]  # "<id>;<address>;<1|0>"
 
 
+class LayoutInitArgs(NamedTuple):
+    old_workers: str
+
+
+class LayoutMoveArgs(NamedTuple):
+    op: str  # "begin", "renew", "copy" or "finish"
+    owner: str
+    lease_ms: int
+    name: str = ""
+    page: int | str = ""
+    topics: Sequence[str] = ()
+
+
 class ControllerScanArgs(NamedTuple):
     batch: int
     reelect: str
@@ -273,13 +286,14 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
     "controller_inactive": ControllerInactiveArgs,
     "controller_alter_sync_state_set": ControllerAlterSyncStateSetArgs,
     "controller_clean": ControllerCleanArgs, "controller_scan": ControllerScanArgs,
-    "controller_import": ControllerImportArgs,
+    "controller_import": ControllerImportArgs, "layout_init": LayoutInitArgs,
+    "layout_move": LayoutMoveArgs,
 }
 SCRIPT_NAMES = tuple(ARGS)
 # Scripts whose last argument is a list of any length, sent as the last ARGV items.
 REST = frozenset({"register_broker", "register_data_version", "register_topic",
                   "topic_summary", "controller_alter_sync_state_set", "controller_clean",
-                  "controller_import"})
+                  "controller_import", "layout_move"})
 
 
 def argv(name: str, args: tuple[Any, ...]) -> list[Any]:
@@ -319,9 +333,28 @@ def lua_dir() -> Path:
     return package.parent / "lua"
 
 
+# The queue data's layouts (docs/queue-data-layouts.md): "2", one hash per topic, what a new store
+# holds; "1", one hash per (topic, group) row, what stores written before 2026-11-28 hold until
+# they move. A script is assembled once per layout: an include is read from
+# includes/<layout name>/ when it is there.
+LAYOUTS = {"1": "rows", "2": "topics"}
+LAYOUT_ROWS, LAYOUT_TOPICS = "1", "2"
+# The scripts that read or write queue data: assembled for both layouts, fenced by P:layout.
+LAYOUT_SCRIPTS = frozenset({
+    "register_broker", "register_topics", "unregister_broker", "sweep", "drain_cleanup",
+    "clear_write_perm", "route", "topic_summary", "topic_list", "register_topic", "delete_topic",
+    "write_perm", "register_commit", "heartbeat",
+})
+# Of those, the ones that only read queue data: they go on from layout 1's keys while the store
+# moves to layout 2 (P:layout "moving"); the others wait for the move to end.
+LAYOUT_READS = frozenset({"route", "topic_summary", "topic_list"})
+
+
 @cache
-def source(name: str, base: Path | None = None) -> str:
-    """The script's text with every include inlined, recursively (each include once).
+def source(name: str, base: Path | None = None, layout: str = LAYOUT_TOPICS) -> str:
+    """The script's text with every include inlined, recursively (each include once), for
+    ``layout`` (an include ``includes/<LAYOUTS[layout]>/<name>.lua`` is taken before
+    ``includes/<name>.lua``).
 
     ``base`` is the directory holding the scripts and ``includes/`` (default: ``lua_dir()``;
     tests point it at a fake one). Raises IncludeError on a missing include or an include cycle.
@@ -337,7 +370,9 @@ def source(name: str, base: Path | None = None) -> str:
                 raise IncludeError(f"{name}.lua: include cycle {cycle}")
             if inc in done:
                 return ""
-            path = base / "includes" / f"{inc}.lua"
+            path = base / "includes" / LAYOUTS[layout] / f"{inc}.lua"
+            if not path.is_file():
+                path = base / "includes" / f"{inc}.lua"
             try:
                 inc_text = path.read_text()
             except FileNotFoundError:
@@ -371,7 +406,7 @@ def write_for_luacheck(dest: Path) -> None:
     SLOWLOG readers only (register_broker.lua's topic count), so those are exempt from W211
     (unused variable); everything else an assembled script defines must be used."""
     exported = set().union(*(defined_names(path.read_text())
-                             for path in (lua_dir() / "includes").glob("*.lua")))
+                             for path in (lua_dir() / "includes").glob("**/*.lua")))
     codes = " ".join(["211/arg_.*", *(f"211/{n}" for n in sorted(exported))])
     ignore = "".join(f"{line}\n" for line in textwrap.wrap(
         codes, 100, initial_indent="-- luacheck: ignore ", subsequent_indent="-- luacheck: ignore ",
@@ -379,6 +414,8 @@ def write_for_luacheck(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in SCRIPT_NAMES:
         (dest / f"{name}.lua").write_text(ignore + source(name))
+        if name in LAYOUT_SCRIPTS:
+            (dest / f"{name}.rows.lua").write_text(ignore + source(name, layout=LAYOUT_ROWS))
 
 
 if __name__ == "__main__":

@@ -83,10 +83,11 @@ async def kill_when(store: RouteStore, worker: WorkerProcess,
 
 
 async def read_queue_nums(store: RouteStore) -> list[int | None]:
+    """readQueueNums of every topic's row of NAME (layout 2: the first of the row's numbers)."""
     pipe = store.redis.pipeline(transaction=False)
     for i in range(TOPICS):
-        pipe.hget(store.keys.queue(f"T{i}", NAME), "readQueueNums")
-    return [None if v is None else int(v) for v in await pipe.execute()]
+        pipe.hget(store.keys.topic_routes(f"T{i}"), NAME)
+    return [None if v is None else int(v.split("\t")[0]) for v in await pipe.execute()]
 
 
 async def test_worker_killed_mid_registration(
@@ -96,9 +97,9 @@ async def test_worker_killed_mid_registration(
     reg_key = store.keys.reg("c1", ADDR)
 
     async def half_way() -> bool:
+        row = await store.redis.hget(store.keys.topic_routes(f"T{TOPICS // 4}"), NAME)
         return await store.redis.hexists(reg_key, "pending") and \
-            int(await store.redis.hget(store.keys.queue(f"T{TOPICS // 4}", NAME),
-                                       "readQueueNums") or 0) == 4
+            row is not None and row.split("\t")[0] == "4"
 
     await kill_when(store, a, half_way, lambda: request(
         "POST", f"{a.url}/v1/brokers/register", registration(2, 4), timeout=60))
@@ -120,7 +121,8 @@ async def test_worker_killed_mid_cascade(
     assert request("POST", f"{b.url}/v1/brokers/register", registration(1, 8), timeout=60)[0] == 200
 
     async def half_way() -> bool:
-        left = await store.redis.scard(store.keys.cleanup(NAME))
+        lists = await store.redis.hvals(store.keys.cleanup_topics(NAME))
+        left = sum(len(text.split("\n")) for text in lists)
         return 0 < left < TOPICS * 3 // 4
 
     body = {"clusterName": "c1", "brokerAddr": ADDR, "brokerName": NAME}

@@ -116,11 +116,19 @@ async def populate(url: str, namespace: str = "fleet", seed: int = 6) -> FleetSp
                 await ct.alter_sync_state_set(name, 1, 1, 1, [1, 2])
         keys = Keys(namespace)
         orphans = []
+        topics_layout = await client.get(keys.layout) == "2"
+        if topics_layout:
+            # Layout 2 reads the queue data of the groups and of removed groups still draining.
+            await client.sadd(keys.cleanups, "ghost-broker")
         for i in range(3):
-            key = keys.queue(f"ghost-topic-{i}", "ghost-broker")
-            await client.hset(key, mapping={
-                "topic": f"ghost-topic-{i}", "brokerName": "ghost-broker", "readQueueNums": 8,
-                "writeQueueNums": 8, "perm": 6, "topicSysFlag": 0})
+            if topics_layout:
+                key = keys.topic_routes(f"ghost-topic-{i}")
+                await client.hset(key, "ghost-broker", "8\t8\t6\t0")
+            else:
+                key = keys.queue(f"ghost-topic-{i}", "ghost-broker")
+                await client.hset(key, mapping={
+                    "topic": f"ghost-topic-{i}", "brokerName": "ghost-broker",
+                    "readQueueNums": 8, "writeQueueNums": 8, "perm": 6, "topicSysFlag": 0})
             orphans.append(key)
         # Make sure the 1 ms rows are gone before anyone reads (expiry is checked on access).
         await asyncio.sleep(0.01)
@@ -157,6 +165,23 @@ def dump(url: str, namespace: str, table: str) -> dict[str, dict[str, str]]:
         client.close()
 
 
+def queue_rows(url: str, namespace: str) -> list[dict[str, str]]:
+    """Ground truth of ``queues`` in either layout: every row as layout 1's row hash holds it
+    (layout 2: every field of every topic hash)."""
+    keys = Keys(namespace)
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        if client.get(keys.layout) != "2":
+            return list(dump(url, namespace, "queues").values())
+        cut = len(keys.topic_routes(""))
+        return [dict(zip(("topic", "brokerName", *tables.QUEUE_VALUE),
+                         (key[cut:], name, *value.split("\t")), strict=True))
+                for key in client.scan_iter(match=keys.topic_routes("*"), count=1000)
+                for name, value in client.hgetall(key).items()]
+    finally:
+        client.close()
+
+
 # Independent of the reader's own parser: plain Python conversions of what HGETALL returned.
 CONVERT: dict[Kind, Any] = {Kind.STRING: str, Kind.INT: int, Kind.LONG: int,
                             Kind.BOOLEAN: {"true": True, "false": False}.__getitem__}
@@ -188,3 +213,89 @@ class VanishingRedis(redis.Redis):
             self.delete(*doomed)
             self.vanished.update(doomed)
         return cursor, keys
+
+
+# --- the same fleet written key by key, in either queue-data layout -----------------------------
+
+ORPHAN_GROUP = "ghost-broker"
+"""A removed group whose queue rows are still draining (in ``P:idx:cleanups``): queue data
+without a group row, read in both layouts."""
+
+ODD_GROUP = "odd.name `x"
+"""A legal brokerName (anything but ':') that only a quoted Spark identifier names."""
+
+
+def queue_value(g: Group, tc: TopicConfig) -> tuple[int, int, int, int]:
+    """The row of ``tc`` on group ``g``: readQueueNums, writeQueueNums, perm, topicSysFlag (the
+    read queues and the flag differ from the plan's so that every position of a layout-2 value is
+    checked)."""
+    return (tc.read_queue_nums + len(g.name) % 3, tc.write_queue_nums, tc.perm,
+            int(tc.topic_name.endswith("5")))
+
+
+def raw_queue_rows(spec: FleetSpec) -> list[tuple[Any, ...]]:
+    """What the ``queues`` table holds for ``write_raw``'s fleet, as the data source types it."""
+    rows = [(tc.topic_name, g.name, *queue_value(g, tc), f"{tc.topic_name}:{g.name}")
+            for g in spec.groups for tc in g.topics]
+    return sorted(rows, key=repr)
+
+
+def write_raw(url: str, namespace: str, layout: str, now_ms: int, seed: int = 6) -> FleetSpec:
+    """populate()'s groups and topics (plus ``ODD_GROUP`` and the draining ``ORPHAN_GROUP``),
+    written key by key with no RouteStore: group rows, a live broker row per member (heartbeat
+    ``now_ms`` less a few seconds; none for the short-lived groups), KV rows, and the queue data
+    as layout ``layout`` stores it: "1" row hashes (no ``P:layout``), "moving" the same rows
+    under ``P:layout`` "moving", "2" topic hashes under ``P:layout`` "2"."""
+    rng = random.Random(seed)
+    groups = plan_groups(rng)
+    plan_topics(rng, groups)
+    groups.append(Group(ODD_GROUP, "c-east", None, (0,), acting=False, topics=[
+        TopicConfig("topic-0001", 8, 8, PERM_READ | PERM_WRITE), TopicConfig("odd-topic", 2, 2)]))
+    orphan = Group(ORPHAN_GROUP, "", None, (), acting=False, topics=[
+        TopicConfig(f"ghost-topic-{i}", 8, 8, 6) for i in range(3)])
+    keys = Keys(namespace)
+    client = redis.Redis.from_url(url, decode_responses=True)
+    live = 0
+    try:
+        pipe = client.pipeline(transaction=False)
+        for gi, g in enumerate(groups):
+            pipe.hset(keys.group(g.name), mapping={
+                "cluster": g.cluster, "brokerName": g.name,
+                "enableActingMaster": "true" if g.acting else "false", "zoneName": g.zone or ""})
+            for broker_id in () if g.short_lived else g.ids:
+                addr = f"10.{gi // 200}.{gi % 200}.{broker_id + 1}:10911"
+                timeout = LONG_TIMEOUTS[(gi + broker_id) % 4]
+                key = keys.broker(g.cluster, addr)
+                pipe.hset(key, mapping={
+                    "cluster": g.cluster, "brokerAddr": addr, "brokerName": g.name,
+                    "brokerId": broker_id, "haServerAddr": "", "heartbeatTimeoutMillis": timeout,
+                    "lastUpdateTimestamp": now_ms - 1000 * (gi % 20),
+                    "dataVersionCounter": 1, "dataVersionTimestamp": 1000 + gi,
+                    "stateVersion": 0, "zoneName": g.zone or ""})
+                pipe.pexpire(key, timeout)
+                live += 1
+        for i in range(30):
+            ns, key = (("ORDER_TOPIC_CONFIG", "app", "ns:with:colons")[i % 3],
+                       f"key-{i}" if i != 29 else "a:key%with:specials")
+            pipe.hset(keys.kv(ns, key), mapping={"namespace": ns, "key": key,
+                                                 "value": f"value-{i}"})
+        pipe.sadd(keys.cleanups, ORPHAN_GROUP)
+        for g in [*groups, orphan]:
+            for tc in g.topics:
+                value = queue_value(g, tc)
+                if layout == "2":
+                    pipe.hset(keys.topic_routes(tc.topic_name), g.name,
+                              "\t".join(map(str, value)))
+                else:
+                    pipe.hset(keys.queue(tc.topic_name, g.name), mapping=dict(zip(
+                        ("topic", "brokerName", *tables.QUEUE_VALUE),
+                        (tc.topic_name, g.name, *value), strict=True)))
+        if layout != "1":
+            pipe.set(keys.layout, layout)
+        pipe.execute()
+    finally:
+        client.close()
+    short = sum(len(g.ids) for g in groups if g.short_lived)
+    orphan_keys = [keys.topic_routes(tc.topic_name) if layout == "2"
+                   else keys.queue(tc.topic_name, ORPHAN_GROUP) for tc in orphan.topics]
+    return FleetSpec(namespace, [*groups, orphan], live, short, orphan_keys)

@@ -36,7 +36,7 @@ def expected_from_redis(url: str, namespace: str) -> dict[str, Any]:
     """The summary's numbers, computed from SCAN + HGETALL without Spark."""
     brokers = list(fleet.dump(url, namespace, "brokers").values())
     groups = list(fleet.dump(url, namespace, "groups").values())
-    queues = list(fleet.dump(url, namespace, "queues").values())
+    queues = fleet.queue_rows(url, namespace)
     kv = list(fleet.dump(url, namespace, "kv").values())
     sets = list(fleet.dump(url, namespace, "broker_sets").values())
     group_names = {g["brokerName"] for g in groups}

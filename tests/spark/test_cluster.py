@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from pyspark.sql import SparkSession
 from redis.crc import key_slot
 
-from nsfleet.analytics import scan
+from nsfleet.analytics import job, scan
 from nsfleet.analytics.datasource import read_table
 from nsfleet.domain.model import BrokerRegistration, TopicConfig
 from nsfleet.redis_server import RedisServer
@@ -92,11 +92,28 @@ def test_reads_the_namespace_from_its_slot_owner(spark: SparkSession,
         assert not list(client.scan_iter(match=f"nsfleet:{{{NAMESPACE}}}:*"))  # not here
     finally:
         client.close()
-    for table in ("brokers", "queues"):
+    # (The queue data of a new store is layout 2's topic hashes, not a row table: the job's
+    # reading of it, from the slot owner too, is tests/spark/test_queue_layouts.py's.)
+    for table, rows in (("brokers", 40), ("groups", 20)):
         truth = fleet.typed_rows(cluster[own].url, NAMESPACE, table)
-        assert len(truth) >= 40
+        assert len(truth) >= rows
         df = read_table(spark, table, url=other.url, namespace=NAMESPACE, partitions=3)
         assert sorted((tuple(r) for r in df.collect()), key=repr) == truth
+
+
+def test_reads_layout_2_from_the_slot_owner(spark: SparkSession,
+                                            cluster: list[RedisServer]) -> None:
+    """The layout key, the draining groups and the topic hashes all come from the namespace's
+    node, whichever node the URL names."""
+    ns = "clustered-topics"
+    slot = key_slot(Keys(ns).prefix.encode())
+    own = next(i for i, (lo, hi) in enumerate(RANGES) if lo <= slot <= hi)
+    spec = fleet.write_raw(cluster[own].url, ns, "2", int(time.time() * 1000))
+    other = cluster[(own + 1) % 3].url
+    t = job.load_tables(spark, other, ns, partitions=3)
+    assert t.layout == job.TOPICS
+    assert sorted((tuple(r) for r in t.queues.collect()), key=repr) == fleet.raw_queue_rows(spec)
+    t.unpersist()
 
 
 def test_standalone_server_has_no_slot_owner(redis_server: RedisServer) -> None:

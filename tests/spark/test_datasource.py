@@ -72,25 +72,26 @@ def test_reads_exactly_the_stored_rows(spark: SparkSession, redis_server: RedisS
 def test_expected_fleet_shape(redis_server: RedisServer, fleet_spec: fleet.FleetSpec) -> None:
     """The fixture really is the fleet the issue asks for (and the short-lived rows are gone)."""
     brokers = fleet.dump(redis_server.url, "fleet", "brokers")
-    queues = fleet.dump(redis_server.url, "fleet", "queues")
+    queues = fleet.queue_rows(redis_server.url, "fleet")
     assert len(brokers) == fleet_spec.live_brokers == 200
     assert fleet_spec.expired_brokers == 12
-    assert len({q["topic"] for q in queues.values()}) == 2000 + len(fleet_spec.orphan_queue_keys)
+    assert len({q["topic"] for q in queues}) == 2000 + len(fleet_spec.orphan_queue_keys)
     assert len({b["cluster"] for b in brokers.values()}) == 4
     assert {b["zoneName"] for b in brokers.values()} == {"zone-a", "zone-b", "zone-c", ""}
     assert not any(b["brokerName"].startswith("stale-") for b in brokers.values())
-    assert any(q["perm"] == "4" for q in queues.values())
+    assert any(q["perm"] == "4" for q in queues)
     assert len(fleet.dump(redis_server.url, "fleet", "kv")) == 30
 
 
 def test_each_partition_reads_the_keys_it_owns(spark: SparkSession, redis_server: RedisServer,
                                                fleet_spec: fleet.FleetSpec) -> None:
-    df = read_table(spark, "queues", url=redis_server.url, namespace="fleet", partitions=8)
-    prefix = tables.prefix("fleet", "queues")
+    # brokers: a row table in both queue-data layouts (queues is one in layout 1 only).
+    df = read_table(spark, "brokers", url=redis_server.url, namespace="fleet", partitions=8)
+    prefix = tables.prefix("fleet", "brokers")
     placed = df.select("_key", F.spark_partition_id().alias("pid")).collect()
-    assert len(placed) == len({r["_key"] for r in placed})  # disjoint
+    assert len(placed) == len({r["_key"] for r in placed}) == 200  # disjoint, complete
     assert all(scan.owner(prefix + r["_key"], 8) == r["pid"] for r in placed)
-    assert len({r["pid"] for r in placed}) == 8  # crc32 spreads 4,263 keys over every partition
+    assert len({r["pid"] for r in placed}) == 8  # crc32 spreads 200 keys over every partition
 
 
 def test_format_name_and_user_schema(spark: SparkSession, redis_server: RedisServer,
@@ -116,7 +117,7 @@ def test_key_column_option_and_only_key(spark: SparkSession, redis_server: Redis
 
 def test_option_errors() -> None:
     with pytest.raises(ValueError, match="unknown table"):
-        ReadOptions.parse({"table": "topics"})
+        ReadOptions.parse({"table": "topic"})
     with pytest.raises(ValueError, match="unknown table"):
         ReadOptions.parse({})
     with pytest.raises(ValueError, match="partitions=0"):
@@ -128,6 +129,7 @@ def test_option_errors() -> None:
     opts = ReadOptions.parse({"table": "kv"})
     assert (opts.url, opts.namespace, opts.partitions, opts.scan_count, opts.key_column) == (
         "redis://127.0.0.1:6379/0", "default", 4, 1000, "_key")
+    assert ReadOptions.parse({"table": "topics"}).key_column == "topic"  # layout 2's hashes
     with pytest.raises(ValueError, match="not supported"):
         NsfleetDataSource({"table": "kv"}).reader(
             schema("kv").add("ratio", "double"))

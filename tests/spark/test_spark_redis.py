@@ -51,11 +51,10 @@ def tables_prefix(table: str) -> str:
 
 def test_key_column_is_the_suffix_after_the_pattern_prefix(client: redis.Redis,
                                                            fleet_spec: fleet.FleetSpec) -> None:
-    st = schema("queues", "id")
-    got = spark_redis.read(client, tables.spark_redis_options("fleet", "queues", "id"), st)
-    by_key = {row[-1]: row for row in got}
-    row = by_key["ghost-topic-1:ghost-broker"]
-    assert row[:6] == ("ghost-topic-1", "ghost-broker", 8, 8, 6, 0)
+    st = schema("brokers", "id")
+    got = spark_redis.read(client, tables.spark_redis_options("fleet", "brokers", "id"), st)
+    assert len(got) == fleet_spec.live_brokers
+    assert all(row[-1] == f"{row[0]}:{row[1]}" for row in got)  # <cluster>:<brokerAddr>
     # KV keys keep the key's escaping; the row's own fields hold the real names.
     kv = {r[-1]: r for r in spark_redis.read(client, tables.spark_redis_options("fleet", "kv"),
                                              schema("kv"))}

@@ -14,7 +14,7 @@ import pytest
 from redis.asyncio.client import PubSub
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.store import RouteStore
+from nsfleet.store import RouteStore, scripts
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 
 MASTER = BrokerRegistration("c1", "10.0.0.1:10911", "broker-a", 0, "10.0.0.1:10912",
@@ -92,8 +92,11 @@ async def test_every_table_change_bumps_and_publishes(store: RouteStore, changes
                       topic_configs=[TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 16, 16, 6)])
     await expect_change(s, changes, lambda: s.register_broker(changed), "T2")
 
+    # Layout 2 lists a group's topics as a superset of its rows: T3, deleted by DELETE_TOPIC,
+    # stays listed until the group's next registration settles its lists, and is named too.
+    listed = "T1,T2,T3" if s.calls.layout == scripts.LAYOUT_TOPICS else "T1,T2"
     await expect_change(s, changes, lambda: s.unregister_broker("c1", SLAVE.addr, "broker-a"),
-                        "T1,T2")
+                        listed)
     await expect_change(s, changes, lambda: s.unregister_broker("c1", MASTER.addr, "broker-a"), "*")
     assert await no_counter_per_topic(s)
 

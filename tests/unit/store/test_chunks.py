@@ -234,7 +234,7 @@ async def test_a_big_group_unregistered_drains_in_chunks(
     assert await store.unregister_broker("c1", MASTER.addr, "g") == 1
     assert seen == ["unregister_broker"] + ["drain_cleanup"] * 7  # ceil(20 / 3)
     assert await store.all_topics() == []
-    assert await any_redis.exists(store.keys.cleanups, store.keys.cleanup("g")) == 0
+    assert await any_redis.exists(store.keys.cleanups, store.keys.cleanup_topics("g")) == 0
     assert await orphans(any_redis, store.keys) == []
 
 
@@ -334,8 +334,9 @@ ACTING_MANY = replace(ACTING, topic_configs=MANY)
 
 
 async def stored_perms(store: RouteStore, topics: list[TopicConfig] = TOPICS) -> set[int]:
-    return {int(await store.redis.hget(store.keys.queue(t.topic_name, "g"), "perm"))
-            for t in topics}
+    """The perms stored for group g (layout 2: "rq\twq\tperm\tflag" in the topic's hash)."""
+    return {int((await store.redis.hget(store.keys.topic_routes(t.topic_name), "g")).split(
+        "\t")[2]) for t in topics}
 
 
 async def test_an_acting_master_group_losing_its_master_loses_write_perm_in_chunks(

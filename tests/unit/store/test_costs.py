@@ -1,6 +1,7 @@
 """The cost claims of the script headers, where they can be checked by counting what a script
 touches (no timing): a heartbeat or QUERY_DATA_VERSION is O(1) whatever the broker's topic count,
-and a sweep with nothing due reads the deadline set's counters and nothing else.
+and a sweep with nothing due reads the store's layout and the deadline set's counters and nothing
+else. On the queue data's layout 2, a new store's (docs/queue-data-layouts.md).
 
 The exact command lists come from MONITOR on the real redis-server, which reports every command a
 Lua script runs; the "no queue key changes" check also runs on fakeredis.
@@ -24,6 +25,11 @@ TOPICS = 2000
 BIG = BrokerRegistration("c1", "10.0.0.1:10911", "big", 0, "10.0.0.1:10912",
                          enable_acting_master=True, data_version=DataVersion(1, 100),
                          topic_configs=[TopicConfig(f"topic-{i}", 8, 8, 6) for i in range(TOPICS)])
+
+
+def queue_key(s: RouteStore, key: str) -> bool:
+    """A key of the queue data (layout 2): a topic's hash or a group's topic lists."""
+    return key.startswith((f"{s.keys.prefix}:topic:", f"{s.keys.prefix}:idx:group-topics:"))
 
 
 @pytest.fixture
@@ -81,9 +87,11 @@ async def test_sweep_with_nothing_due_reads_only_the_deadline_counters(
         real_store: RouteStore) -> None:
     s = real_store
     cmds = await script_commands(s, lambda: s.sweep())
-    assert cmds == [["TIME", ""], ["ZCARD", s.keys.deadlines], ["ZCOUNT", s.keys.deadlines]]
+    assert cmds == [["GET", s.keys.layout], ["TIME", ""], ["ZCARD", s.keys.deadlines],
+                    ["ZCOUNT", s.keys.deadlines]]
     cmds = await script_commands(s, lambda: s.sweep(now_ms=1))
-    assert cmds == [["ZCARD", s.keys.deadlines], ["ZCOUNT", s.keys.deadlines]]
+    assert cmds == [["GET", s.keys.layout], ["ZCARD", s.keys.deadlines],
+                    ["ZCOUNT", s.keys.deadlines]]
 
 
 async def test_same_registration_again_rewrites_no_queue_row(real_store: RouteStore) -> None:
@@ -91,7 +99,7 @@ async def test_same_registration_again_rewrites_no_queue_row(real_store: RouteSt
     # per-topic check), no queue write.
     s = real_store
     cmds = await script_commands(s, lambda: s.register_broker(BIG))
-    writes = [c for c in cmds if c[0] in ("HSET", "SADD", "DEL", "SREM") and ":queue:" in c[1]]
+    writes = [c for c in cmds if c[0] in ("HSET", "HDEL", "DEL") and queue_key(s, c[1])]
     assert writes == []
     assert sum(1 for c in cmds if c[0] == "EXISTS") <= TOPICS + 2
 
@@ -101,11 +109,11 @@ async def test_heartbeat_changes_no_queue_key(store: RouteStore) -> None:
 
     async def queue_keys() -> dict[str, Any]:
         snapshot = await dump(store.redis, store.keys)
-        return {k: v for k, v in snapshot.items() if ":queue:" in k or (":idx:" in k
+        return {k: v for k, v in snapshot.items() if queue_key(store, k) or (":idx:" in k
                 and ":idx:deadlines" not in k)}
 
     before = await queue_keys()
-    assert len([k for k in before if ":queue:" in k]) == TOPICS
+    assert len([k for k in before if k.startswith(store.keys.topic_routes(""))]) == TOPICS
     for _ in range(3):
         assert await store.heartbeat("c1", BIG.addr)
         await store.query_data_version("c1", BIG.addr, DataVersion(1, 100))
@@ -118,8 +126,7 @@ async def test_an_unchanged_reregistration_is_constant_work(real_store: RouteSto
     s = real_store
     cmds = await script_commands(s, lambda: s.register_broker(BIG))
     assert len(cmds) < 40, [c[0] for c in cmds]
-    assert not any(s.keys.queue("topic-1", "big") == c[1] or c[1].startswith(
-        s.keys.prefix + ":queue:") for c in cmds)
+    assert not any(queue_key(s, c[1]) for c in cmds)
 
 
 def split(n: int, topics: Sequence[TopicConfig] = BIG.topic_configs) -> list[BrokerRegistration]:
@@ -131,8 +138,7 @@ def split(n: int, topics: Sequence[TopicConfig] = BIG.topic_configs) -> list[Bro
 
 
 def per_topic(s: RouteStore, cmd: list[str]) -> bool:
-    return any(cmd[1].startswith(f"{s.keys.prefix}:{kind}:")
-               for kind in ("queue", "idx:topic", "rev:topic"))
+    return cmd[1].startswith(f"{s.keys.prefix}:topic:")
 
 
 async def test_an_unchanged_split_chunk_is_constant_work(real_store: RouteStore) -> None:
@@ -152,7 +158,7 @@ async def test_an_unchanged_split_chunk_is_constant_work(real_store: RouteStore)
         # Only the live row, its deadline and the registration record move.
         assert {c[1] for c in cmds if c[0] in ("HSET", "PEXPIREAT", "ZADD", "INCR", "SADD",
                                                "DEL", "SREM", "HDEL")} == written
-        assert len(cmds) <= 17, [c[0] for c in cmds]
+        assert len(cmds) <= 18, [c[0] for c in cmds]
 
 
 async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteStore) -> None:
@@ -166,18 +172,18 @@ async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteS
         s, lambda: s.register_broker(first)))
     cmds = await script_commands(s, lambda: s.register_broker(second))
     touched = {c[1] for c in cmds if per_topic(s, c)}
-    assert touched <= {s.keys.queue(t.topic_name, "big") for t in second.topic_configs}
+    assert touched <= {s.keys.topic_routes(t.topic_name) for t in second.topic_configs}
     writes = [c for c in cmds
-              if c[0] in ("HSET", "SADD", "DEL", "SREM", "MSET") and per_topic(s, c)]
-    assert writes == [["HSET", s.keys.queue("topic-900", "big")]]
+              if c[0] in ("HSET", "HDEL", "DEL") and queue_key(s, c[1])]
+    assert writes == [["HSET", s.keys.topic_routes("topic-900")]]
 
 
-async def test_a_route_read_costs_its_queue_row_and_a_pttl_per_member_per_group(
+async def test_a_route_read_costs_its_topic_hash_and_a_pttl_per_member_per_group(
         real_redis: aioredis.Redis) -> None:
-    """The groups' numbers are named in one HMGET of P:idx:group-names and what the route shows
-    of each group comes from P:idx:route-groups in one HMGET for the whole route, and filter
-    lists are not read while no broker has one: per group, the queue row and a PTTL per member
-    (bench/route_cost.py times it)."""
+    """The topic's queue data is one HGETALL of its hash, what the route shows of each group
+    comes from P:idx:route-groups in one HMGET for the whole route, and filter lists are not
+    read while no broker has one: per group, a PTTL per member (bench/route_cost.py times
+    it)."""
     store = RouteStore(real_redis, "route-cost")
     await store.load_scripts()
     groups = 5
@@ -189,14 +195,11 @@ async def test_a_route_read_costs_its_queue_row_and_a_pttl_per_member_per_group(
     cmds = await script_commands(store, lambda: store.pickup_route("T"))
     names = [c[0] for c in cmds]
     assert names.count("PTTL") == 2 * groups
-    assert [c for c in cmds if c[0] == "HMGET" and c[1].startswith(store.keys.prefix + ":queue:")
-            ] == [["HMGET", store.keys.queue("T", f"g{g}")] for g in range(groups)]
-    assert sorted(n for n in names if n not in ("PTTL", "HMGET")) == [
-        "HGETALL", "SCARD", "SMEMBERS"]  # the static-topic mappings, P:idx:filtered, the index
-    assert [c for c in cmds if c[0] == "HMGET" and not c[1].startswith(
-        store.keys.prefix + ":queue:")] == [["HMGET", store.keys.group_names],
-                                            ["HMGET", store.keys.route_groups]]
-    assert len(cmds) == 5 + groups * 3
+    assert [c for c in cmds if c[0] != "PTTL"] == [
+        ["GET", store.keys.layout], ["HGETALL", store.keys.topic_routes("T")],
+        ["HMGET", store.keys.route_groups], ["SCARD", store.keys.filtered],
+        ["HGETALL", store.keys.mappings("T")]]
+    assert len(cmds) == 5 + groups * 2
     route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
     assert [(b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
         (f"g{g}", {0: f"10.0.0.{g}:10911", 1: f"10.0.1.{g}:10911"}) for g in range(groups)]

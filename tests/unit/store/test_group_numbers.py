@@ -1,6 +1,7 @@
-"""The route index names groups by number (lua/includes/group_ids.lua): P:idx:topic:<t> is an
-intset on a real Redis, a group keeps its number for good, and a set written by a build before
-group numbers (brokerNames as members) is still read, removed from and deleted from."""
+"""Layout 1 (docs/queue-data-layouts.md, what stores written before layout 2 hold until they
+move): the route index names groups by number (lua/includes/rows/group_ids.lua): P:idx:topic:<t>
+is an intset on a real Redis, a group keeps its number for good, and a set written by a build
+before group numbers (brokerNames as members) is still read, removed from and deleted from."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def reg(name: str, addr: str, topics: list[str], cluster: str = "c1") -> BrokerR
 
 async def test_topic_sets_hold_group_numbers_kept_for_good(real_redis: aioredis.Redis) -> None:
     store = RouteStore(real_redis, "numbers")
+    await real_redis.set(store.keys.layout, "1")
     await store.load_scripts()
     k = store.keys
     await store.register_broker(reg("a", "10.0.0.1:1", ["T", "U"]))
@@ -44,6 +46,7 @@ async def test_sets_written_before_group_numbers_are_still_read(real_redis: aior
                                                                 ) -> None:
     """A rolling upgrade: brokerNames an older build wrote into a topic's set, beside numbers."""
     store = RouteStore(real_redis, "legacy")
+    await real_redis.set(store.keys.layout, "1")
     await store.load_scripts()
     k = store.keys
     await store.register_broker(reg("a", "10.0.0.1:1", ["T", "U"]))

@@ -53,6 +53,12 @@ CASES = [
     ("k_ctl_sets()", lambda k: k.ctl_sets),
     ("k_ctl_ids('b')", lambda k: k.ctl_ids("b")),
     ("k_ctl_deadlines()", lambda k: k.ctl_deadlines),
+    ("k_layout()", lambda k: k.layout),
+    ("k_layout_move()", lambda k: k.layout_move),
+    ("k_topic_routes('T:1')", lambda k: k.topic_routes("T:1")),
+    ("k_topic_routes_prefix() .. 'T'", lambda k: k.topic_routes("T")),
+    ("k_group_topics('b')", lambda k: k.group_topics("b")),
+    ("k_cleanup_topics('b')", lambda k: k.cleanup_topics("b")),
     # Members of a sorted set, not keys: the last two.
     ("live_member('c1', 'h:1')", lambda k: live_member("c1", "h:1")),
     ("replica_member('b', 2)", lambda k: replica_member("b", 2)),

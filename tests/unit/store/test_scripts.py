@@ -17,13 +17,16 @@ from nsfleet.domain.errors import RegistrationRejected
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore, scripts
 from nsfleet.store.controller_tables import SetHealth
+from nsfleet.store.keys import Keys
 from nsfleet.store.replies import SCRIPT_STATUSES, ScriptReplyError, decode
 
 # --- the include resolver, on a fake lua dir ---------------------------------------------------
 
 
 def make_lua(base: Path, scripts_: dict[str, str], includes: dict[str, str]) -> Path:
-    (base / "includes").mkdir(parents=True)
+    """A lua dir: ``includes`` by path under includes/ ("cascade", "rows/queue_data")."""
+    for sub in ("", *scripts.LAYOUTS.values()):
+        (base / "includes" / sub).mkdir(parents=True, exist_ok=True)
     for name, text in scripts_.items():
         (base / f"{name}.lua").write_text(text)
     for name, text in includes.items():
@@ -96,8 +99,19 @@ def lua_code(text: str) -> str:
 
 
 def include_texts() -> dict[str, str]:
-    return {path.stem: path.read_text()
-            for path in (scripts.lua_dir() / "includes").glob("*.lua")}
+    """Every include by its path under includes/ ("cascade", "rows/queue_data")."""
+    base = scripts.lua_dir() / "includes"
+    return {str(path.relative_to(base).with_suffix("")): path.read_text()
+            for path in base.glob("**/*.lua")}
+
+
+def include_names() -> dict[str, set[str]]:
+    """Each include's top-level names by the name scripts include it by (an include written
+    once per layout: the names of every version)."""
+    names: dict[str, set[str]] = {}
+    for path, text in include_texts().items():
+        names.setdefault(Path(path).name, set()).update(scripts.defined_names(text))
+    return names
 
 
 @pytest.mark.parametrize("name", [*scripts.SCRIPT_NAMES, *(f"includes/{n}" for n in
@@ -105,14 +119,12 @@ def include_texts() -> dict[str, str]:
 def test_every_file_includes_what_it_uses_and_no_more(name: str) -> None:
     """A script or include lists, as ``--- @include`` lines at its top, exactly the includes
     whose top-level names its own code uses: nothing reaches it by chance through another."""
-    includes = include_texts()
     text = (scripts.lua_dir() / f"{name}.lua").read_text()
     declared = scripts.INCLUDE_RE.findall(text)
     code = lua_code(text)
-    used = {inc for inc, inc_text in includes.items()
-            if f"includes/{inc}" != name and any(
-                re.search(rf"(?<![\w.]){re.escape(n)}\b", code)
-                for n in scripts.defined_names(inc_text))}
+    used = {inc for inc, names in include_names().items()
+            if Path(name).name != inc and any(
+                re.search(rf"(?<![\w.]){re.escape(n)}\b", code) for n in names)}
     assert sorted(declared) == sorted(used), name
     assert len(set(declared)) == len(declared), name
     # An include's include lines come first, a script's right after its header.
@@ -130,9 +142,13 @@ def test_every_name_an_include_defines_is_used() -> None:
              for name in scripts.SCRIPT_NAMES}
     files |= {f"includes/{n}": lua_code(text) for n, text in include_texts().items()}
     for inc, text in include_texts().items():
+        # Another layout's version of the same include defines the same names: not a use.
+        versions = {f"includes/{p}" for p in include_texts()
+                    if Path(p).name == Path(inc).name and p != inc}
         for defined in scripts.defined_names(text):
             word = rf"(?<![\w.]){re.escape(defined)}\b"
-            uses = sum(len(re.findall(word, code)) for code in files.values())
+            uses = sum(len(re.findall(word, code)) for f, code in files.items()
+                       if f not in versions)
             assert uses > 1, (inc, defined)  # the definition itself is one
 
 
@@ -186,12 +202,14 @@ def test_script_comments_name_what_exists_and_leave_figures_to_bench() -> None:
     live in bench/results and docs/performance.md, not here."""
     lua = scripts.lua_dir()
     root = lua.parent
-    for path in [*lua.glob("*.lua"), *lua.glob("includes/*.lua")]:
+    for path in [*lua.glob("*.lua"), *lua.glob("includes/**/*.lua")]:
         text = path.read_text()
         for ref in re.findall(r"\b(?:nsfleet|docs|bench)/[\w./-]+\.(?:py|md)", text):
             assert (root / ref).is_file(), (path.name, ref)
         for ref in re.findall(r"(?<![\w/])((?:includes/)?[a-z_]+\.lua)\b", text):
-            assert (lua / ref).is_file() or (lua / "includes" / ref).is_file(), (path.name, ref)
+            assert any((lua / d / ref).is_file() for d in (
+                ".", "includes", *(f"includes/{sub}" for sub in scripts.LAYOUTS.values()))), (
+                path.name, ref)
         for ref in re.findall(r"\bnsfleet(?:\.[a-z_]+)+", text):
             assert resolves(ref), (path.name, ref)
         figure = re.search(r"~ ?\d|\d ?(?:us|µs|ns)\b|\d ?%|\d(?:\.\d+)?x\b", text)
@@ -252,14 +270,15 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     check the raw replies (status first, then the documented fields)."""
     seen: dict[tuple[str, str], list[Any]] = {}
     store.registration.probe_min_topics = 0  # every registration is first offered as a digest
-    for name, script in list(store.calls._scripts.items()):
+    for (name, layout), script in list(store.calls._scripts.items()):
         async def recording(*args: Any, _name: str = name, _script: Any = script,
                             **kwargs: Any) -> Any:
             raw = await _script(*args, **kwargs)
             seen.setdefault((_name, raw[0]), raw)
             return raw
-        store.calls._scripts[name] = recording  # type: ignore[assignment]
+        store.calls._scripts[name, layout] = recording  # type: ignore[assignment]
 
+    await store.calls._init_layout(False)  # the fixture's load_scripts ran it unrecorded
     two = [TopicConfig("T1", 8, 8, 6), TopicConfig("T2", 8, 8, 6)]
     a = BrokerRegistration("c1", "10.0.0.1:10911", "g", 0, "10.0.0.1:10912",
                            enable_acting_master=True, data_version=DataVersion(1, 100, 2),
@@ -321,6 +340,19 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     await store.register_broker(replace(acting, broker_id=1, addr="10.0.3.2:1"))
     assert await store.unregister_broker("c1", acting.addr, "act") == 0
     await _drive_the_controller_scripts(store)
+    # The move to layout 2 (lua/layout_move.lua), in a namespace of its own: it would hold the
+    # store's writes.
+    move = store.calls._scripts["layout_move", scripts.LAYOUT_TOPICS]
+    for op, owner in (("begin", "w1"), ("begin", "w2"), ("renew", "w2")):
+        await move(keys=[Keys("moving").prefix], args=scripts.argv(
+            "layout_move", scripts.LayoutMoveArgs(op, owner, 30_000)))
+    # Each queue-data script assembled for the layout the store is not in answers "layout".
+    other = next(lay for lay in scripts.LAYOUTS if lay != store.calls.layout)
+    for name in sorted(scripts.LAYOUT_SCRIPTS - {"heartbeat"}):
+        fields = scripts.ARGS[name]._fields  # type: ignore[attr-defined]
+        args = ["0"] * len(fields) if name not in scripts.REST else ["0"] * (len(fields) - 1)
+        raw = await store.calls._scripts[name, other](keys=[store.keys.prefix], args=args)
+        assert raw == ["layout", store.calls.layout], name
 
     # Last: its reads run concurrently, which would warm a second connection for the chunked
     # calls above and let their replies race for "seen".
@@ -356,6 +388,9 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("register_topic", "ok")] == ["ok", 0]
     assert seen[("delete_topic", "ok")] == ["ok", 1, 0]
     assert seen[("write_perm", "ok")] == ["ok", 2, "0"]
+    assert seen[("layout_move", "ok")] == ["ok", "1"]
+    assert seen[("layout_move", "held")] == ["held", "owner"]
+    assert seen[("layout_move", "lost")] == ["lost"]
     status, order_conf, mappings, names, rows, entries, ttls, filters = seen[("route", "ok")]
     assert (status, order_conf, mappings, names) == ("ok", "", [], ["g"])  # no static topics
     assert len(rows) == 4 and entries[0].startswith("c1\t")
