@@ -24,7 +24,8 @@ DASHBOARD = json.loads((CHART_DIR / "files" / "dashboard.json").read_text())
 ON = merge(MINIMAL, {"metrics": {"prometheusRule": {"enabled": True},
                                  "grafanaDashboard": {"enabled": True}}})
 ALERT_NAMES = {"NsfleetStoreUnreachable", "NsfleetClusterWithoutLiveBroker", "NsfleetExpiryStorm",
-               "NsfleetWorkerNotReady", "NsfleetHighErrorRate", "NsfleetBrokerSetWithoutMaster"}
+               "NsfleetWorkerNotReady", "NsfleetHighErrorRate", "NsfleetBrokerSetWithoutMaster",
+               "NsfleetOldWorkersAfterLayoutMove"}
 
 
 def dashboard_exprs() -> list[str]:

@@ -94,6 +94,7 @@ def test_config_map_carries_every_setting(render) -> None:
         "NSFLEET_REMOTING_PORT": "9876",
         "NSFLEET_METRICS_PORT": "9090",
         "NSFLEET_NAMESPACE": "default",
+        "NSFLEET_LAYOUT_MOVE": "auto",
         "NSFLEET_BROKER_TIMEOUT": "120",
         "NSFLEET_SWEEP_INTERVAL": "10",
         "NSFLEET_LOG_FORMAT": "json",
