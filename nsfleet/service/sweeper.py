@@ -20,7 +20,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from nsfleet.metrics import Metrics
 from nsfleet.service.history import ChangeRecorder
 from nsfleet.service.outage import OutageClock
-from nsfleet.store import RouteStore, SweepResult, scripts
+from nsfleet.store import RouteStore, SweepResult
 
 log = structlog.get_logger(__name__)
 SWEEP_STOP_SECONDS = 5.0  # how long a sweep in flight at shutdown may take to finish
@@ -133,18 +133,14 @@ class Sweeper:
             self._sweeps_to_layout_check -= 1
             return
         self._sweeps_to_layout_check = LAYOUT_CHECK_SWEEPS - 1
-        calls = self.store.calls
         # Also in layout 2 (a cleaning a dead mover left) and when held (a move it left).
         moved = await self.store.move_layout(self.worker_id, hold=self.layout_move == "hold")
-        if moved is not None:
-            if moved.groups:
-                await self.history.record_many([("queue data moved to layout 2", {
-                    "groups": moved.groups, "rows": moved.rows,
-                    "seconds": round(moved.seconds, 3)})])
-            # The scripts would learn it from their next "layout" answer; the gauge now.
-            calls.layout = scripts.LAYOUT_TOPICS
-        self.metrics.layout.set(int(calls.layout or scripts.LAYOUT_ROWS))
-        if calls.layout == scripts.LAYOUT_TOPICS:
+        if moved is not None and moved.groups:
+            await self.history.record_many([("queue data moved to layout 2", {
+                "groups": moved.groups, "rows": moved.rows,
+                "seconds": round(moved.seconds, 3)})])
+        self.metrics.layout.set(self.store.layout)
+        if self.store.layout == 2:
             old = await self.store.old_workers()
             self.metrics.old_workers.set(len(old))
             if old:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nsfleet.domain import model
+from nsfleet.store import scripts
 from nsfleet.store.change_feed import ChangeFeed
 from nsfleet.store.controller_tables import ControllerTables
 from nsfleet.store.departures import Departures, SweepResult
@@ -88,10 +89,19 @@ class RouteStore:
 
     # --- the queue data's layout (docs/table-shape.md) ------------------------------------------
 
+    @property
+    def layout(self) -> int:
+        """The queue data's layout as this worker last saw it: 1 (also while moving) or 2."""
+        return 2 if self.calls.layout == scripts.LAYOUT_TOPICS else 1
+
     async def move_layout(self, worker_id: str, *, hold: bool = False) -> MoveResult | None:
         """Move the store to layout 2 if it may move now, unless ``hold``; finish a move or its
-        cleaning another worker left (store/layout_move.py)."""
-        return await maybe_move(self.redis, self.keys, worker_id, hold=hold)
+        cleaning another worker left (store/layout_move.py). After a move the scripts go to
+        layout 2 at once (else at their next "layout" answer)."""
+        moved = await maybe_move(self.redis, self.keys, worker_id, hold=hold)
+        if moved is not None:
+            self.calls.layout = scripts.LAYOUT_TOPICS
+        return moved
 
     async def old_workers(self) -> list[str]:
         """Live workers of a build that knows layout 1 only."""
