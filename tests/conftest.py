@@ -43,9 +43,9 @@ def _layout_under_test() -> None:
         return
     original = ScriptCalls._init_layout
 
-    async def init_layout(self: ScriptCalls, old_workers: bool) -> None:
+    async def init_layout(self: ScriptCalls, old_workers: bool) -> str:
         await self.redis.set(self.keys.layout, layout, nx=True)
-        await original(self, old_workers)
+        return await original(self, old_workers)
 
     ScriptCalls._init_layout = init_layout  # type: ignore[method-assign]
 

@@ -113,17 +113,18 @@ class ScriptCalls:
             script.sha = await self.redis.script_load(script.script)
         await self._init_layout(old_workers)
 
-    async def _init_layout(self, old_workers: bool) -> None:
+    async def _init_layout(self, old_workers: bool) -> str:
         """Learn the store's layout (lua/layout_init.lua), once: not a call of the store's
         operations, so neither timed nor seen by whoever wraps ``call``."""
         args = scripts.argv("layout_init", scripts.LayoutInitArgs(flag(old_workers)))
         raw = await self._scripts["layout_init", scripts.LAYOUT_TOPICS](
             keys=[self.keys.prefix], args=args)
-        self._set_layout(decode("layout_init", raw).values[0])
+        return self._set_layout(decode("layout_init", raw).values[0])
 
-    def _set_layout(self, layout: str) -> None:
+    def _set_layout(self, layout: str) -> str:
         self.layout = (scripts.LAYOUT_TOPICS if layout == scripts.LAYOUT_TOPICS
                        else scripts.LAYOUT_ROWS)
+        return self.layout
 
     async def call(self, name: str, args: tuple[Any, ...],
                     keys: Sequence[str] = ()) -> Reply:
@@ -135,9 +136,7 @@ class ScriptCalls:
         while True:
             layout = scripts.LAYOUT_TOPICS
             if name in scripts.LAYOUT_SCRIPTS:
-                if self.layout is None:
-                    await self._init_layout(False)
-                layout = self.layout or scripts.LAYOUT_TOPICS
+                layout = self.layout or await self._init_layout(False)
             reply = decode(name, await self._call_once((name, layout), all_keys, argv))
             if reply.status is not Status.LAYOUT:
                 return reply
@@ -165,11 +164,12 @@ class ScriptCalls:
             layout = await self.redis.get(self.keys.layout) or scripts.LAYOUT_ROWS
         self._set_layout(layout)
 
-    async def _call_acked(self, name: tuple[str, str], keys: list[str], args: list[Any]) -> Any:
-        """The script, then WAIT on the same connection (WAIT counts the replicas that have
-        every write of its own connection)."""
+    async def _call_acked(self, script: tuple[str, str], keys: list[str], args: list[Any]
+                          ) -> Any:
+        """The script (name, layout), then WAIT on the same connection (WAIT counts the
+        replicas that have every write of its own connection)."""
         pipe = self.redis.pipeline(transaction=False)
-        await self._scripts[name](keys=keys, args=args, client=pipe)
+        await self._scripts[script](keys=keys, args=args, client=pipe)
         pipe.wait(self.replica_acks, self.replica_ack_timeout_ms)
         result, acks = await pipe.execute()
         if int(acks) < self.replica_acks:
