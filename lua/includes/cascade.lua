@@ -95,7 +95,7 @@ local function remove_broker(budget, cluster, addr, name)
     each_topic_within_budget(budget, name, drop_queue, function() qd_defer_cleanup(name) end)
     qd_forget_group(name)
     rcall('DEL', k_group(name), mkey, k_member_clusters(name))
-    rcall('HDEL', k_route_groups(), name)
+    drop_group_route(name)
     -- brokerName is global: the group leaves every cluster that lists it, not only the one the
     -- removal names (Java leaves it dangling in the others). O(clusters), a handful.
     for _, c in ipairs(rcall('SMEMBERS', k_clusters())) do

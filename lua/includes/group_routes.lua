@@ -15,7 +15,18 @@
   route.lua computes itself, and gets one at its next registration, the few-command path
   included. Whether any member has filter servers is kept apart, per member (P:idx:filtered, set
   in step 12 and by the cascade), since one address may be listed by more than one group.
+  Beside the entries, while there is one, the hash holds the field HASHTABLE (a ':' no
+  brokerName has) with a value longer than hash-max-listpack-value: it keeps the hash a hash
+  table, where route.lua's HMGET finds each group at once. As a listpack (up to
+  hash-max-listpack-entries groups: 128 in Redis, 512 in Valkey) each field it asks for is
+  searched entry by entry, so a route's HMGET cost the square of its groups
+  (bench/table_shape.py). Written with every entry (the same HSET); a store written before has
+  it from its next group change.
 ]]
+
+local HASHTABLE = ':hashtable'
+local HASHTABLE_VALUE = 'keeps P:idx:route-groups a hash table (a value longer than '
+  .. 'hash-max-listpack-value): lua/includes/group_routes.lua'
 
 -- Group `name`'s entry from its row, members and their clusters; nil when it has no row.
 local function group_route(name)
@@ -38,13 +49,22 @@ local function group_route(name)
   return table.concat(parts, '\n')
 end
 
+-- Group `name` gone: its entry goes, and the hash with it once no other is left.
+local function drop_group_route(name)
+  local key = k_route_groups()
+  if rcall('HDEL', key, name) == 1 and rcall('HLEN', key) == 1
+      and rcall('HEXISTS', key, HASHTABLE) == 1 then
+    rcall('DEL', key)
+  end
+end
+
 -- After a change to group `name`'s row, members or their clusters; the entry written, or nil.
 local function refresh_group_route(name)
   local entry = group_route(name)
   if entry then
-    rcall('HSET', k_route_groups(), name, entry)
+    rcall('HSET', k_route_groups(), name, entry, HASHTABLE, HASHTABLE_VALUE)
   else
-    rcall('HDEL', k_route_groups(), name)
+    drop_group_route(name)
   end
   return entry
 end

@@ -108,8 +108,8 @@ from dataclasses import dataclass
 
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG
 
-__all__ = ["GROUP_TOPICS_COUNTER", "ORDER_TOPIC_CONFIG", "TABLE_PREFIX", "Keys", "escape",
-           "live_member", "unescape"]
+__all__ = ["GROUP_TOPICS_COUNTER", "ORDER_TOPIC_CONFIG", "ROUTE_GROUPS_HASHTABLE", "TABLE_PREFIX",
+           "Keys", "escape", "live_member", "unescape"]
 
 
 def escape(part: str) -> str:
@@ -309,6 +309,9 @@ class Keys:
 
 # The field of P:idx:group-topics:<name> numbering its lists (lua/includes/topics/queue_data.lua).
 GROUP_TOPICS_COUNTER = "#"
+# The field of P:idx:route-groups, beside its entries, that keeps it a hash table
+# (lua/includes/group_routes.lua): no brokerName holds a ':'.
+ROUTE_GROUPS_HASHTABLE = ":hashtable"
 
 
 def live_member(cluster: str, addr: str) -> str:

@@ -30,6 +30,9 @@ from typing import Any, NamedTuple
 
 INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"$', re.MULTILINE)
 TOP_LEVEL_LOCAL_RE = re.compile(r"^local (?:function )?([\w, ]+?)(?: =|\()", re.MULTILINE)
+TOP_LEVEL_FUNCTION_RE = re.compile(r"^local function (\w+)\(")
+NAME_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+COMMENT_RE = re.compile(r"--\[\[.*?\]\]|^[ \t]*--[^\n]*", re.MULTILINE | re.DOTALL)
 # Writes acknowledged to a client, which wait for replicas with --min-replica-acks. Reads are
 # not; nor are heartbeats, the sweep and the drains, whose loss in a failover the next
 # heartbeat or sweep repairs.
@@ -351,16 +354,19 @@ LAYOUT_READS = frozenset({"route", "topic_summary", "topic_list"})
 
 
 @cache
-def source(name: str, base: Path | None = None, layout: str = LAYOUT_TOPICS) -> str:
+def source(name: str, base: Path | None = None, layout: str = LAYOUT_TOPICS,
+           prune: bool = True) -> str:
     """The script's text with every include inlined, recursively (each include once), for
     ``layout`` (an include ``includes/<LAYOUTS[layout]>/<name>.lua`` is taken before
-    ``includes/<name>.lua``).
+    ``includes/<name>.lua``), less the includes' functions it does not use (``prune``:
+    without_unused_functions).
 
     ``base`` is the directory holding the scripts and ``includes/`` (default: ``lua_dir()``;
     tests point it at a fake one). Raises IncludeError on a missing include or an include cycle.
     """
     base = lua_dir() if base is None else base
     done: set[str] = set()
+    inlined: list[str] = []
 
     def expand(text: str, stack: tuple[str, ...]) -> str:
         def inline(match: re.Match[str]) -> str:
@@ -381,6 +387,7 @@ def source(name: str, base: Path | None = None, layout: str = LAYOUT_TOPICS) -> 
                     f"{name}.lua: missing include {inc!r} ({path}), included by {where}") from None
             expanded = expand(inc_text, (*stack, inc))
             done.add(inc)
+            inlined.append(inc_text)
             return expanded
 
         return INCLUDE_RE.sub(inline, text)
@@ -389,7 +396,48 @@ def source(name: str, base: Path | None = None, layout: str = LAYOUT_TOPICS) -> 
     if name in ARGS:  # right after the script's header (every script has one)
         header, end, body = text.partition("]]\n")
         text = header + end + args_prelude(name) + body
-    return expand(text, ())
+    text = expand(text, ())
+    if not prune:
+        return text
+    included = set().union(*(defined_names(t) for t in inlined))
+    return without_unused_functions(text, included)
+
+
+def without_unused_functions(text: str, droppable: set[str]) -> str:
+    """``text`` less its top-level ``local function``s named in ``droppable`` that neither its
+    other code nor a function that code calls (transitively) names. A script takes from an
+    include the few functions it needs: every closure left in costs each call of the script
+    its creation, and Lua's collector its garbage. A function's body runs from its
+    ``local function`` line to the first ``end`` in column 0, or is that one line when the next
+    is not indented. Names are found in the code less whole-line and block comments (a name in
+    a string or a trailing comment keeps a function in: never one too few)."""
+    lines = text.split("\n")
+    pieces: list[tuple[str | None, str]] = []  # (the function's name, or None: other code)
+    i = 0
+    while i < len(lines):
+        match = TOP_LEVEL_FUNCTION_RE.match(lines[i])
+        if match is None or match.group(1) not in droppable:
+            pieces.append((None, lines[i]))
+            i += 1
+            continue
+        last = i
+        if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):
+            last = lines.index("end", i + 1)
+        pieces.append((match.group(1), "\n".join(lines[i:last + 1])))
+        i = last + 1
+
+    def names(code: str) -> set[str]:
+        return set(NAME_RE.findall(COMMENT_RE.sub("", code)))
+
+    calls = {fn: names(code) for fn, code in pieces if fn is not None}
+    todo = list(names("\n".join(code for fn, code in pieces if fn is None)) & calls.keys())
+    used: set[str] = set()
+    while todo:
+        fn = todo.pop()
+        if fn not in used:
+            used.add(fn)
+            todo.extend((calls[fn] - used) & calls.keys())
+    return "\n".join(code for fn, code in pieces if fn is None or fn in used)
 
 
 def defined_names(text: str) -> set[str]:

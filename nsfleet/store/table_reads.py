@@ -55,7 +55,7 @@ class ViewMarker:
 
 TopicListMode = Literal["cluster", "unit", "unit-sub", "unit-sub-ununit"]
 # The members of route.lua's group entries (lua/includes/group_routes.lua), found as route.lua's
-# own pattern finds them, so that its PTTLs, one per member found, line up with them.
+# own pattern finds them, so that its deadlines, one per member found, line up with them.
 _MEMBER = re.compile(r"\n([^\t]*)\t([^\t]*)\t[^\n]*")
 
 
@@ -106,38 +106,52 @@ class TableReads:
                                         [self._keys.kv_table(ORDER_TOPIC_CONFIG)])
         if status is Status.NONE:
             return None
-        order_topic_conf, mappings, names, rows, entries, ttls, filters = rest
+        order_topic_conf, mappings, rows, entries, now, first, deadlines, filters = rest
         route = TopicRouteData(order_topic_conf=order_topic_conf or None)
-        live_ttls = iter(ttls)
-        min_ttl = -1
-        for n, name in enumerate(names):
-            entry = entries[n]
-            if not entry:
-                continue
-            cluster, acting, zone = entry.partition("\n")[0].split("\t", 2)
+        now = int(now)
+        # No deadline read: no broker is past its deadline, none before `first` (route.lua).
+        every_live = not deadlines
+        member_deadlines = iter(deadlines)
+        min_ttl = int(float(first)) - now if every_live and first else -1
+        names, values = rows[0::2], rows[1::2]
+        member_filters = iter(filters)
+        # Per group, in the script's order: its live members, and those members' filter servers.
+        live: list[tuple[dict[int, str], list[tuple[str, str]]]] = []
+        for entry in entries:
             addrs: dict[int, str] = {}
-            has_master = False
-            for member in _MEMBER.finditer(entry):
-                ttl = next(live_ttls)
-                if ttl >= 0:
+            listed: list[tuple[str, str]] = []
+            for member in _MEMBER.finditer(entry or ""):
+                fs = next(member_filters) if filters else None
+                if not every_live:
+                    deadline = next(member_deadlines)
+                    ttl = -1 if deadline is None else int(float(deadline)) - now
+                    if ttl < 0:
+                        continue
                     min_ttl = ttl if min_ttl < 0 else min(min_ttl, ttl)
-                    addrs[int(member[1])] = member[2]
-                    has_master = has_master or member[1] == "0"
+                addrs[int(member[1])] = member[2]
+                if fs:
+                    listed.append((member[2], fs))
+            live.append((addrs, listed))
+        # Groups by name, as Java's route lists them; an address two groups list shows the filter
+        # servers it has under the later one's cluster (Java: one map put per member, in order).
+        for n in sorted(range(len(names)), key=names.__getitem__):
+            addrs, listed = live[n]
             if not addrs:
                 continue
-            rq, wq, perm, sysflag = rows[4 * n:4 * n + 4]
+            cluster, acting, zone = entries[n].partition("\n")[0].split("\t", 2)
+            rq, wq, perm, sysflag = values[n].split("\t")
             # An acting-master group that lost its live master shows no write perm (as the
             # sweep will store it: includes/cascade.lua).
-            write_cleared = not has_master and acting == "true" and is_writeable(int(perm))
-            route.queue_datas.append(QueueData(name, int(rq), int(wq),
+            write_cleared = 0 not in addrs and acting == "true" and is_writeable(int(perm))
+            route.queue_datas.append(QueueData(names[n], int(rq), int(wq),
                                                int(perm) - PERM_WRITE if write_cleared
                                                else int(perm), int(sysflag)))
-            route.broker_datas.append(BrokerData(cluster, name, addrs, acting == "true",
+            route.broker_datas.append(BrokerData(cluster, names[n], addrs, acting == "true",
                                                  zone or None))
+            for addr, fs in listed:
+                route.filter_server_table[addr] = fs.split("\n")
         if not route.broker_datas:
             return None
-        for addr, fs in pairs(filters).items():
-            route.filter_server_table[addr] = fs.split("\n")
         route.topic_queue_mapping_by_broker = {
             bname: topic_queue_mapping_info(json.loads(info), bname)
             for bname, info in pairs(mappings).items()} or None

@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsfleet.store.keys import Keys, escape, live_member
+from nsfleet.store.keys import ROUTE_GROUPS_HASHTABLE, Keys, escape, live_member
 
 # Every value in one script call: a worker writing or draining meanwhile cannot show a half
 # state (keys gone since the scan read as "none" and are left out). Streams are not read.
@@ -328,6 +328,15 @@ def check_groups(s: Snapshot) -> list[str]:
     for n in members:
         if n not in groups:
             problems.append(f"idx:members:{n} without group row")
+    # route.lua lists a group's members unread while no deadline has passed: each must have one.
+    deadlines = set(s.one("idx:deadlines"))
+    for n, by_id in members.items():
+        cluster = groups.get(n, {}).get("cluster", "")
+        for a in by_id.values():
+            member_cluster = s.rows["idx:member-clusters"].get(n, {}).get(a, cluster)
+            if live_member(member_cluster, a) not in deadlines:
+                problems.append(f"member {a} of {n} without a deadline under "
+                                f"{member_cluster}")
     for c, names in cluster_idx.items():
         if c not in clusters:
             problems.append(f"idx:cluster:{c} exists but {c} is not in idx:clusters")
@@ -348,8 +357,10 @@ def check_groups(s: Snapshot) -> list[str]:
             problems.append(f"idx:route-groups:{n} is {route_groups.get(n)!r}, not what group "
                             f"{n} shows")
     for n in route_groups:
-        if n not in groups:
+        if n not in groups and n != ROUTE_GROUPS_HASHTABLE:
             problems.append(f"idx:route-groups lists {n} without its group row")
+    if list(route_groups) == [ROUTE_GROUPS_HASHTABLE]:
+        problems.append(f"idx:route-groups holds only {ROUTE_GROUPS_HASHTABLE}")
     return problems
 
 

@@ -140,6 +140,15 @@ local function qd_topic_rows(topic)
   end
   return names, values
 end
+local function qd_topic_pairs(topic)
+  local names, values = qd_topic_rows(topic)
+  local flat = {}
+  for i, name in ipairs(names) do
+    flat[#flat + 1] = name
+    flat[#flat + 1] = table.concat(values[i], '\t')
+  end
+  return flat
+end
 
 -- Writes.
 local function drop_queue(topic, name)

@@ -242,6 +242,9 @@ local function qd_has_row(topic, name)
   return rcall('HEXISTS', k_topic_routes(topic), name) == 1
 end
 
+-- The topic's hash as it is: its rows' values need no split, nor its names a sort.
+local function qd_topic_pairs(topic) return rcall('HGETALL', k_topic_routes(topic)) end
+
 local function qd_topic_rows(topic)
   local flat = rcall('HGETALL', k_topic_routes(topic))
   local names, of = {}, {}

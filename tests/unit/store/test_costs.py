@@ -19,7 +19,8 @@ from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.store import RouteStore
-from tests.support.invariants import dump
+from nsfleet.store.keys import ROUTE_GROUPS_HASHTABLE
+from tests.support.invariants import dump, orphans
 
 TOPICS = 2000
 BIG = BrokerRegistration("c1", "10.0.0.1:10911", "big", 0, "10.0.0.1:10912",
@@ -178,12 +179,13 @@ async def test_a_changed_split_chunk_writes_only_its_own_rows(real_store: RouteS
     assert writes == [["HSET", s.keys.topic_routes("topic-900")]]
 
 
-async def test_a_route_read_costs_its_topic_hash_and_a_pttl_per_member_per_group(
+async def test_a_route_read_costs_the_same_few_commands_whatever_its_groups(
         real_redis: aioredis.Redis) -> None:
     """The topic's queue data is one HGETALL of its hash, what the route shows of each group
-    comes from P:idx:route-groups in one HMGET for the whole route, and filter lists are not
-    read while no broker has one: per group, a PTTL per member (bench/route_cost.py times
-    it)."""
+    comes from P:idx:route-groups in one HMGET for the whole route, and while no broker is past
+    its deadline (the first of P:idx:deadlines) and none has filter servers, no member is looked
+    up: a fixed number of commands however many groups and members (bench/route_cost.py times
+    it). With a broker past its deadline, the members' deadlines are one ZMSCORE."""
     store = RouteStore(real_redis, "route-cost")
     await store.load_scripts()
     groups = 5
@@ -192,14 +194,49 @@ async def test_a_route_read_costs_its_topic_hash_and_a_pttl_per_member_per_group
             await store.register_broker(BrokerRegistration(
                 "c1", f"10.0.{broker_id}.{g}:10911", f"g{g}", broker_id,
                 topic_configs=[TopicConfig("T", 8, 8, 6), TopicConfig("U", 8, 8, 6)]))
+    fixed = [["GET", store.keys.layout], ["HGETALL", store.keys.topic_routes("T")],
+             ["HMGET", store.keys.route_groups], ["TIME", ""],
+             ["ZRANGE", store.keys.deadlines], ["SCARD", store.keys.filtered],
+             ["HGETALL", store.keys.mappings("T")]]
     cmds = await script_commands(store, lambda: store.pickup_route("T"))
-    names = [c[0] for c in cmds]
-    assert names.count("PTTL") == 2 * groups
-    assert [c for c in cmds if c[0] != "PTTL"] == [
-        ["GET", store.keys.layout], ["HGETALL", store.keys.topic_routes("T")],
-        ["HMGET", store.keys.route_groups], ["SCARD", store.keys.filtered],
-        ["HGETALL", store.keys.mappings("T")]]
-    assert len(cmds) == 5 + groups * 2
+    assert cmds == fixed
     route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
     assert [(b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
         (f"g{g}", {0: f"10.0.0.{g}:10911", 1: f"10.0.1.{g}:10911"}) for g in range(groups)]
+    # g3's slave past its deadline, not yet swept (its row expired with it).
+    expired = "10.0.1.3:10911"
+    await real_redis.zadd(store.keys.deadlines, {f"c1\t{expired}": 1})
+    await real_redis.pexpire(store.keys.broker("c1", expired), 1)
+    cmds = await script_commands(store, lambda: store.pickup_route("T"))
+    assert cmds == [*fixed[:-1], ["ZMSCORE", store.keys.deadlines], fixed[-1]]
+    route = (await store.pickup_route("T")).route  # type: ignore[union-attr]
+    assert route.broker_datas[3].broker_addrs == {0: "10.0.0.3:10911"}
+
+
+async def test_route_groups_stay_a_hash_table_and_go_with_the_last_group(
+        real_redis: aioredis.Redis) -> None:
+    """P:idx:route-groups is a hash table however few its groups (a listpack would cost
+    route.lua's HMGET a scan per group), through its ROUTE_GROUPS_HASHTABLE field, which goes
+    with the last group; a hash written before the field (an older build's) keeps every other
+    group's entry when one of two groups leaves."""
+    store = RouteStore(real_redis, "route-groups-encoding")
+    await store.load_scripts()
+    key = store.keys.route_groups
+    regs = [BrokerRegistration("c1", f"10.0.0.{g}:10911", f"g{g}", 0,
+                               topic_configs=[TopicConfig("T", 8, 8, 6), TopicConfig("U", 8, 8, 6)])
+            for g in range(2)]
+    for reg in regs:
+        await store.register_broker(reg)
+    assert await real_redis.object("encoding", key) == "hashtable"
+    assert set(await real_redis.hkeys(key)) == {"g0", "g1", ROUTE_GROUPS_HASHTABLE}
+    await store.unregister_broker("c1", regs[0].addr, "g0")
+    assert set(await real_redis.hkeys(key)) == {"g1", ROUTE_GROUPS_HASHTABLE}
+    await store.unregister_broker("c1", regs[1].addr, "g1")
+    assert await real_redis.exists(key) == 0
+    regs = [replace(reg, name=f"h{g}") for g, reg in enumerate(regs)]
+    for reg in regs:
+        await store.register_broker(reg)
+    await real_redis.hdel(key, ROUTE_GROUPS_HASHTABLE)  # as an older build wrote it
+    await store.unregister_broker("c1", regs[0].addr, "h0")
+    assert set(await real_redis.hkeys(key)) == {"h1"}
+    assert await orphans(real_redis, store.keys) == []

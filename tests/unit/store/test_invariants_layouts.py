@@ -326,3 +326,14 @@ def test_a_layout_value_not_known() -> None:
     snap = layout2()
     snap[K.layout] = "3"
     assert check(snap, K) == ["P:layout is '3', not a layout: its queue data is not checked"]
+
+
+def test_a_member_without_a_deadline() -> None:
+    """route.lua lists a group's members without reading them while no deadline has passed:
+    a member whose broker has no deadline (under the cluster it registered with) is a problem."""
+    for snap in (layout1(), layout2()):
+        del snap[K.deadlines][live_member("c1", "10.0.0.2:1")]
+        assert "member 10.0.0.2:1 of b without a deadline under c1" in check(snap, K)
+        snap[K.member_clusters("b")] = {"10.0.0.2:1": "c2"}
+        snap[K.deadlines][live_member("c1", "10.0.0.2:1")] = 1e12
+        assert "member 10.0.0.2:1 of b without a deadline under c2" in check(snap, K)

@@ -111,6 +111,22 @@ async def test_filter_servers(store: RouteStore) -> None:
     assert (await store.pickup_route("T1")).route.filter_server_table == {}  # type: ignore[union-attr]
 
 
+async def test_an_address_two_groups_list_shows_the_later_groups_filter_servers(
+        store: RouteStore) -> None:
+    """One address registered in two groups under two clusters, each with its own filter
+    servers: the route shows the list of the group later by name (Java puts one entry per
+    member, group after group), whatever order the topic's hash holds the groups in (here the
+    later group's row was written first)."""
+    shared = replace(A, cluster="c2", name="z", enable_acting_master=False,
+                     filter_server_list=["10.0.0.9:7000"])
+    await store.register_broker(shared)
+    await store.register_broker(replace(A, name="a", enable_acting_master=False,
+                                        filter_server_list=["10.0.0.7:7000"]))
+    read = await store.pickup_route("T1")
+    assert read is not None and [b.broker_name for b in read.route.broker_datas] == ["a", "z"]
+    assert read.route.filter_server_table == {A.addr: ["10.0.0.9:7000"]}
+
+
 async def test_order_topic_config_and_kv_table(store: RouteStore) -> None:
     assert (await store.register_broker(A)).kv_table is None  # the namespace does not exist
     await store.kv_put(ORDER_TOPIC_CONFIG, "T1", "g:8")

@@ -154,7 +154,7 @@ def test_every_name_an_include_defines_is_used() -> None:
 
 @pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
 def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -> None:
-    text = scripts.source(name)
+    text = scripts.source(name, prune=False)  # every function of every include, in place
     markers = {  # one definition each include owns
         "rcall": "local rcall = ",
         "keys": "local function k_broker(",
@@ -170,12 +170,53 @@ def test_every_script_inlines_each_include_once_in_dependency_order(name: str) -
         assert "changes" in at
 
 
+def test_unused_include_functions_are_left_out_transitively(tmp_path: Path) -> None:
+    """A script keeps the include functions its code calls and those they call, in place, and
+    none other; its own functions, and an include's other top-level code, stay whatever uses
+    them."""
+    base = make_lua(tmp_path, {"main": (
+        '--[[ header: b_unused is only named here ]]\n--- @include "b"\n'
+        "local function own() return 1 end\n"
+        "-- a_unused: only in a comment\n"
+        "return {b_used(), 'a_kept_by_string'}\n")}, {
+        "a": ("local STATE = {}\n"
+              "local function a_used(x) return x end\n"
+              "local function a_unused(x)\n  return a_used(x)\nend\n"
+              "local function a_kept_by_string() return 2 end\n"),
+        "b": ('--- @include "a"\n'
+              "local function b_used()\n  -- a comment line naming b_unused\n"
+              "  return a_used(STATE)\nend\n"
+              "local function b_unused() return a_unused(1) end\n"),
+    })
+    text = scripts.source("main", base)
+    functions = re.findall(r"^local function (\w+)", text, re.MULTILINE)
+    assert functions == ["a_used", "a_kept_by_string", "b_used", "own"]
+    assert "local STATE = {}" in text
+    assert "local function a_unused" in scripts.source("main", base, prune=False)
+
+
+def test_every_script_keeps_every_function_it_calls() -> None:
+    """What pruning leaves is what the script runs: each include function still named in the
+    code is still defined (luacheck checks the same as undefined globals, in .ci/run)."""
+    included = set().union(*(scripts.defined_names(t) for t in include_texts().values()))
+    for name in scripts.SCRIPT_NAMES:
+        for layout in scripts.LAYOUTS:
+            text = scripts.source(name, layout=layout)
+            code = scripts.COMMENT_RE.sub("", text)
+            defined = scripts.defined_names(text)
+            named = set(scripts.NAME_RE.findall(code)) & included
+            assert named <= defined, (name, layout, named - defined)
+            assert len(defined & included) < len(
+                scripts.defined_names(scripts.source(name, layout=layout, prune=False))
+                & included), name
+
+
 def test_a_script_including_only_cascade_gets_keys_and_changes(tmp_path: Path) -> None:
     # A script that includes only "cascade" gets keys and changes through it.
     base = make_lua(tmp_path, {"u": '--[[ header ]]\n--- @include "cascade"\nreturn {"ok"}\n'},
                     include_texts())
-    text = scripts.source("u", base)
-    assert text == scripts.source("u", base)  # cached per (name, base)
+    text = scripts.source("u", base, prune=False)
+    assert text == scripts.source("u", base, prune=False)  # cached per (name, base)
     for m in ("local function k_broker(", "local function publish_changes(",
               "local function remove_broker("):
         assert text.count(m) == 1
@@ -391,10 +432,11 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert seen[("layout_move", "ok")] == ["ok", "1"]
     assert seen[("layout_move", "held")] == ["held", "owner"]
     assert seen[("layout_move", "lost")] == ["lost"]
-    status, order_conf, mappings, names, rows, entries, ttls, filters = seen[("route", "ok")]
-    assert (status, order_conf, mappings, names) == ("ok", "", [], ["g"])  # no static topics
-    assert len(rows) == 4 and entries[0].startswith("c1\t")
-    assert len(ttls) == entries[0].count("\n") and all(isinstance(t, int) for t in ttls)
+    status, order_conf, mappings, rows, entries, now, first, deadlines, filters = seen[
+        ("route", "ok")]
+    assert (status, order_conf, mappings, rows[0]) == ("ok", "", [], "g")  # no static topics
+    assert len(rows) == 2 and rows[1].count("\t") == 3 and entries[0].startswith("c1\t")
+    assert int(first) >= int(now) and deadlines == []  # no broker is past its deadline
     assert filters == []
 
 
