@@ -394,7 +394,7 @@ async def read_costs(client: aioredis.Redis, layout: Layout, groups: int, rnd: i
     table = tuple(TopicConfig(f"T{i}", 8, 8, 6) for i in range(READ_TOPICS))
     await register_all(layout, groups, table, 1)
     route = await layout.route("T0")
-    assert route[0] == "ok" and len(route[3]) == groups, route[:5]
+    assert route[0] == "ok" and len(route[3]) == 2 * groups, route[:5]  # {name, row, ...}
     out: dict[str, tuple[float, float]] = {}
     variants = list(layout.reads().items())
     for label, read in variants if rnd % 2 == 0 else variants[::-1]:

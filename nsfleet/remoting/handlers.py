@@ -42,7 +42,12 @@ from nsfleet.wire.codec import (
     encode_plain_response,
     make_response,
 )
-from nsfleet.wire.fastjson import dumps_legacy, dumps_standard, loads_lenient
+from nsfleet.wire.fastjson import (
+    dumps_legacy,
+    dumps_standard,
+    dumps_standard_in_order,
+    loads_lenient,
+)
 from nsfleet.wire.headers import (
     BrokerIdentityHeader,
     BrokerMemberGroupHeader,
@@ -254,12 +259,14 @@ async def get_cluster_info(ns: NameServer, h: EmptyHeader, cmd: RemotingCommand,
 
 # A client older than 5.0 is answered as a 4.x NameServer answers it: BrokerData without 5.0's
 # enableActingMaster (its client ignores the field; docs/compatibility.md).
-def _standard_route(route: TopicRouteData) -> bytes:
-    return dumps_standard(route.to_dict())
+def _standard_route(route: TopicRouteData, acting_master: bool = True) -> bytes:
+    # to_dict writes its keys sorted; a static topic's mappings are the broker's JSON, unsorted.
+    dumps = dumps_standard if route.topic_queue_mapping_by_broker else dumps_standard_in_order
+    return dumps(route.to_dict(acting_master=acting_master))
 
 
 def _standard_route_4x(route: TopicRouteData) -> bytes:
-    return dumps_standard(route.to_dict(acting_master=False))
+    return _standard_route(route, acting_master=False)
 
 
 def _legacy_route(route: TopicRouteData) -> bytes:

@@ -8,12 +8,16 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nsfleet.domain.model import BrokerData, QueueData, TopicRouteData
 from nsfleet.wire.fastjson import (
     MAX_JSON_DEPTH,
     JsonTooDeep,
     dumps_legacy,
     dumps_standard,
+    dumps_standard_in_order,
     loads_lenient,
     loads_standard,
     quote_legacy,
@@ -189,3 +193,39 @@ def test_non_standard_json_past_the_lenient_limit_is_refused() -> None:
 ])
 def test_single_quoted_strings_read_as_fastjson_reads_them(text: str, value: str) -> None:
     assert loads_lenient("{k:" + text + "}") == {"k": value}
+
+
+# --- the fast path of a route missing the cache --------------------------------------------------
+
+_texts = st.text(max_size=12) | st.sampled_from(["broker-a", "10.0.0.1:10911", "a/b",
+                                                 "DefaultCluster"])
+_ints = st.integers(-(2**31), 2**31 - 1)
+
+
+@st.composite
+def routes(draw: st.DrawFn) -> TopicRouteData:
+    names = draw(st.lists(_texts, min_size=1, max_size=4, unique=True))
+    return TopicRouteData(
+        [QueueData(n, draw(_ints), draw(_ints), draw(_ints), draw(_ints)) for n in names],
+        [BrokerData(draw(_texts), n, draw(st.dictionaries(st.integers(-(2**63), 2**63 - 1),
+                                                          _texts, max_size=3)),
+                    draw(st.booleans()), draw(st.none() | _texts)) for n in names],
+        draw(st.dictionaries(_texts, st.lists(_texts, max_size=2), max_size=2)),
+        draw(st.none() | _texts))
+
+
+@settings(max_examples=300)
+@given(route=routes(), acting_master=st.booleans())
+def test_a_route_in_order_is_written_as_the_python_writer_writes_it(
+        route: TopicRouteData, acting_master: bool) -> None:
+    """TopicRouteData.to_dict (no static-topic mappings) holds its keys as fastjson sorts them,
+    so msgspec's encoder, with '/' escaped and any other escape, non-ASCII or DEL left to the
+    Python writer, writes the same bytes, whatever the strings and ids."""
+    value = route.to_dict(acting_master=acting_master)
+    assert dumps_standard_in_order(value) == dumps_standard(value)
+
+
+def test_the_in_order_writer_keeps_the_order_it_is_given() -> None:
+    # Its precondition, shown: an unsorted dict stays unsorted (dumps_standard sorts it).
+    assert dumps_standard_in_order({"b": 1, "a": 2}) == b'{"b":1,"a":2}'
+    assert dumps_standard_in_order({"a/": "\u00e9"}) == dumps_standard({"a/": "\u00e9"})
