@@ -1,13 +1,15 @@
-"""What one route read costs Redis (issue 32: the reads during a registration storm): route.lua's
-Redis time per read by the number of groups in the route and members per group, beside, in the
-same rounds, the floor of the row layout (the route index's SMEMBERS, the groups' names for their
-numbers in one HMGET, and one HMGET of a queue row per group, nothing else), timed by Redis
+"""What one route read missing the cache costs Redis (issues 32 and 42): route.lua's Redis time
+per read by the number of groups in the route and members per group, beside, in the same rounds,
+the floor of the store's layout (layout 2, one hash per topic: the topic's hash whole and the
+groups' route entries in one HMGET, returned as route.lua returns them, nothing else) and an
+EVALSHA of route.lua's head alone (its arguments and includes, nothing run), timed by Redis
 itself (INFO commandstats, EVALSHA usec). route.lua only reads; the worker puts the route
-together (store/table_reads.py), which this leaves out.
+together (store/table_reads.py), which this leaves out. Before issue 42 the floor was the row
+layout's (the groups of the topic, their names and each group's queue row).
 
 Each group is a master, or a master and a slave, in one cluster, every group serving every
-topic. Rounds alternate route.lua and the floor; medians are kept. Writes
-bench/results/route_cost.json.
+topic. Rounds alternate the variants; medians are kept. Reads ask for no orderTopicConf, the
+NameServer's default (orderMessageEnable false). Writes bench/results/route_cost.json.
 
     .venv/bin/python bench/route_cost.py [--groups 10 60 300] [--rounds 5]
 """
@@ -33,18 +35,18 @@ from nsfleet.store import RouteStore, scripts
 
 TOPICS = 50
 READS = 300  # per round and variant
-# The floor: what any route read over this row layout needs (the groups of the topic, then each
-# group's queue row), with route.lua's own includes (its text up to its first statement).
-ROUTE = scripts.source("route")
-FLOOR = ROUTE[:ROUTE.index("local topic = arg_topic")] + """
-local names = group_names_of(rcall('SMEMBERS', k_topic(arg_topic)))
-table.sort(names)
-for _, name in ipairs(names) do
-  rcall('HMGET', k_queue(arg_topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
-    'topicSysFlag')
-end
-return {'none'}
+# The floor: what any atomic route read over layout 2 needs (the topic's hash, then each group's
+# route entry), with route.lua's own includes (its text up to its first statement).
+ROUTE = scripts.source("route", layout=scripts.LAYOUT_TOPICS)
+HEAD = ROUTE[:ROUTE.index("local topic = arg_topic")]
+FLOOR = HEAD + """
+local rows = rcall('HGETALL', k_topic_routes(arg_topic))
+local names = {}
+for i = 1, #rows, 2 do names[#names + 1] = rows[i] end
+local entries = rcall('HMGET', k_route_groups(), unpack(names))
+return {table.concat(rows, '\\n'), table.concat(entries, '\\r')}
 """
+VARIANTS = {"route.lua": ROUTE, "floor": FLOOR, "head": HEAD + "return {'none'}"}
 
 
 async def populate(store: RouteStore, groups: int, members: int) -> None:
@@ -58,8 +60,8 @@ async def populate(store: RouteStore, groups: int, members: int) -> None:
 
 
 def route_args(topic: str) -> list[Any]:
-    """route.lua's ARGV for a read of ``topic`` with its orderTopicConf."""
-    return scripts.argv("route", scripts.RouteArgs(topic, "1"))
+    """route.lua's ARGV for a read of ``topic``, without its orderTopicConf (the default)."""
+    return scripts.argv("route", scripts.RouteArgs(topic, "0"))
 
 
 async def usec_per_read(client: aioredis.Redis, sha: str, keys: list[str]) -> float:
@@ -75,23 +77,26 @@ async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
             RedisServer(data_dir=Path(tmp), appendonly=False) as server:
         client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
         store = RouteStore(client, "bench")
+        await client.set(store.keys.layout, scripts.LAYOUT_TOPICS)
         await store.load_scripts()
         await populate(store, groups, members)
         keys = [store.keys.prefix, store.keys.kv_table("ORDER_TOPIC_CONFIG")]
-        shas = {"route.lua": await client.script_load(ROUTE),
-                "floor": await client.script_load(FLOOR)}
+        shas = {name: await client.script_load(text) for name, text in VARIANTS.items()}
         route = await client.evalsha(shas["route.lua"], len(keys), *keys, *route_args("T0"))
-        assert route[0] == "ok" and len(route[3]) == groups, "every group in the route"
+        assert route[0] == "ok" and route[3].count("\n") + 1 == 2 * groups, "every group"
         times: dict[str, list[float]] = {name: [] for name in shas}
-        for _ in range(rounds):
-            for name, sha in shas.items():
+        for rnd in range(rounds):
+            order = list(shas.items())
+            for name, sha in order if rnd % 2 == 0 else order[::-1]:
                 times[name].append(await usec_per_read(client, sha, keys))
         await client.aclose()
-    route_us, floor_us = (statistics.median(times[n]) for n in ("route.lua", "floor"))
+    route_us, floor_us, head_us = (statistics.median(times[n])
+                                   for n in ("route.lua", "floor", "head"))
     return {"groups": groups, "members_per_group": members,
             "route_us_per_read": round(route_us, 1),
             "route_us_per_group": round(route_us / groups, 2),
             "floor_us_per_read": round(floor_us, 1),
+            "head_us_per_read": round(head_us, 1),
             "route_over_floor": round(route_us / floor_us, 2)}
 
 

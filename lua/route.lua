@@ -24,11 +24,15 @@
     {"none"} when no group serves the topic, else
     {"ok", orderTopicConf|"", mappings, rows, entries, now, first, deadlines, filters}
       mappings  = {bname1, TopicQueueMappingInfo JSON, ...} (static topics; {} for others)
-      rows      = {bname1, "<readQueueNums>\t<writeQueueNums>\t<perm>\t<topicSysFlag>", ...}:
-                  the groups serving the topic, in no order
+      rows      = "bname1\n<readQueueNums>\t<writeQueueNums>\t<perm>\t<topicSysFlag>\nbname2..."
+                  (one string): the groups serving the topic, in no order
       entries   = per group of rows, in its order, its P:idx:route-groups entry
                   "<cluster>\t<enableActingMaster>\t<zoneName>" .. ("\n<id>\t<addr>\t<member
-                  cluster>")*, or nil when it has no group row (its rows still draining)
+                  cluster>")*, or "" when it has no group row (its rows still draining), joined
+                  by "\r" (one string)
+    rows and entries come as one string each: what Redis spends on a reply grows with its
+    strings, and no name, address or zoneName holds a control character
+    (nsfleet.domain.validation), so neither separator occurs within one.
       now       = the Redis clock, ms
       first     = the earliest deadline of any broker (ms), "" when there is none
       deadlines = {} when no broker is past its deadline (first >= now) and none has filter
@@ -58,7 +62,7 @@ for i = 1, #rows, 2 do names[#names + 1] = rows[i] end
 local entries = hmget(k_route_groups(), names)
 for n = 1, #names do
   -- A group without an entry: gone (its rows still draining), or written before the index.
-  if not entries[n] then entries[n] = group_route(names[n]) or false end
+  if not entries[n] then entries[n] = group_route(names[n]) or '' end
 end
 local now = now_ms()
 local head = rcall('ZRANGE', k_deadlines(), 0, 0, 'WITHSCORES')
@@ -68,11 +72,9 @@ local deadlines, filters = {}, {}
 if filtered or (head[2] and tonumber(head[2]) < now) then
   local members, keys = {}, {}
   for n = 1, #names do
-    if entries[n] then
-      for addr, mcluster in string.gmatch(entries[n], MEMBER) do
-        members[#members + 1] = live_member(mcluster, addr)
-        keys[#keys + 1] = k_filters(mcluster, addr)
-      end
+    for addr, mcluster in string.gmatch(entries[n], MEMBER) do
+      members[#members + 1] = live_member(mcluster, addr)
+      keys[#keys + 1] = k_filters(mcluster, addr)
     end
   end
   deadlines = per_argument('ZMSCORE', k_deadlines(), members)
@@ -87,5 +89,5 @@ if filtered or (head[2] and tonumber(head[2]) < now) then
   end
 end
 local order_conf = arg_order_conf == '1' and rcall('HGET', KEYS[2], topic) or ''
-return {'ok', order_conf, rcall('HGETALL', k_mappings(topic)), rows, entries, fmt(now), first,
-  deadlines, filters}
+return {'ok', order_conf, rcall('HGETALL', k_mappings(topic)), table.concat(rows, '\n'),
+  table.concat(entries, '\r'), fmt(now), first, deadlines, filters}

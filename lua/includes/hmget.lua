@@ -5,8 +5,9 @@
 ]]
 
 -- `command` of `key` for any number of `args`, one value each, in calls of at most 1000 (Lua's
--- unpack limit).
+-- unpack limit); up to 1000, the reply itself, not copied.
 local function per_argument(command, key, args)
+  if #args > 0 and #args <= 1000 then return rcall(command, key, unpack(args)) end
   local values = {}
   for from = 1, #args, 1000 do
     local got = rcall(command, key, unpack(args, from, math.min(from + 999, #args)))

@@ -113,14 +113,16 @@ class TableReads:
         every_live = not deadlines
         member_deadlines = iter(deadlines)
         min_ttl = int(float(first)) - now if every_live and first else -1
-        names, values = rows[0::2], rows[1::2]
+        split = rows.split("\n")
+        names, values = split[0::2], split[1::2]
+        entries = entries.split("\r")  # "": the group has no group row
         member_filters = iter(filters)
         # Per group, in the script's order: its live members, and those members' filter servers.
         live: list[tuple[dict[int, str], list[tuple[str, str]]]] = []
         for entry in entries:
             addrs: dict[int, str] = {}
             listed: list[tuple[str, str]] = []
-            for member in _MEMBER.finditer(entry or ""):
+            for member in _MEMBER.finditer(entry):
                 fs = next(member_filters) if filters else None
                 if not every_live:
                     deadline = next(member_deadlines)
