@@ -4,9 +4,10 @@ every topic, two workers on one Redis, over remoting, side by side with the real
 Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 * storm: every broker sends its first REGISTER_BROKER at once (half to each worker, one
   connection each) while a separate reader process sends GET_ROUTEINFO_BY_TOPIC for random topics
-  through the second worker: storm time, reads (p50/p99/max, failed), every route then listing
-  every broker, the longest Redis command (SLOWLOG), and where the time went (CPU seconds of
-  Redis, each worker and the sender over the storm);
+  through the second worker, 100 a second (``--read-rate``; the same to the Java NameServer):
+  storm time, reads (p50/p99/max, failed), every route then listing every broker, the longest
+  Redis command (SLOWLOG), and where the time went (CPU seconds of Redis, each worker and the
+  sender over the storm);
 * storm without reads: the same storm on a Redis and workers of their own with no reader, so
   what the reads cost the storm shows;
 * storm rounds (``--storm-rounds``): the storm with reads again, each on a fresh Redis and
@@ -28,7 +29,9 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   sweeps removed every row, reads meanwhile, the longest Redis command;
 * analytics: `nsfleet analytics` over the namespace, on local Spark and on a Spark standalone
   cluster (a master and a worker started here from pyspark's own Spark), wall time;
-* java: the same storm and rounds against the Java NameServer (`--java`), as ratios.
+* java: the same storm and rounds against the Java NameServer (`--java`), as ratios, and the
+  storm without reads on a fresh JVM beside nsfleet's (the registrations alone);
+* worker_log_events: what the workers logged (warnings and worse) by the storm's end, by event.
 
 Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
 register_bodies.py, as bench/remoting_register.py). The full shape is `--brokers 300`; the default
@@ -54,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +83,8 @@ ROUNDS = 5  # alternations of the whole, split and idle rounds; medians are kept
 # The brokers' heartbeatTimeoutMillis: at the full shape the phases before the expiry take longer
 # than the default 120 s, and no broker may expire before that phase moves their deadlines.
 BROKER_TIMEOUT_MS = 3_600_000
+# Reads a second during the storms, departures and expiry, the same for both sides (--read-rate).
+READ_RATE = 100.0
 SCRIPT_BY_SHA = {hashlib.sha1(scripts.source(n).encode()).hexdigest(): n
                  for n in scripts.SCRIPT_NAMES}
 
@@ -168,13 +174,21 @@ class Conn:
 # --- the reader process ------------------------------------------------------------------------
 
 
-def reader_main(port: int, topics: int, stop: Any, out: Any) -> None:
+def reader_main(port: int, topics: int, rate: float, stop: Any, out: Any) -> None:
     """GET_ROUTEINFO_BY_TOPIC for random topics on 4 connections until ``stop``: latencies (ms)
-    and failures (not SUCCESS/TOPIC_NOT_EXIST, or no answer within 3 s) go to ``out``."""
+    and failures (not SUCCESS/TOPIC_NOT_EXIST, or no answer within 3 s) go to ``out``. At
+    ``rate`` reads a second in all (each connection on its own schedule; a read answered late
+    is followed by the next at once, with no catching up); 0: each read 2 ms after the last
+    answer, so the side that answers faster is sent more reads."""
     async def one(samples: list[float], failed: list[int]) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         opaque = 0
+        interval = 4 / rate if rate else 0.0
+        next_at = time.perf_counter() + random.uniform(0, interval)
         while not stop.is_set():
+            if interval:
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+                next_at = max(next_at + interval, time.perf_counter())
             opaque += 1
             frame = encode(Command(GET_ROUTE, {"topic": topic(random.randrange(topics))}, None,
                                    V5_3_3, opaque))
@@ -188,7 +202,8 @@ def reader_main(port: int, topics: int, stop: Any, out: Any) -> None:
             samples.append((time.perf_counter() - started) * 1000)
             if code not in (0, 17):
                 failed[0] += 1
-            await asyncio.sleep(0.002)
+            if not interval:
+                await asyncio.sleep(0.002)
         writer.close()
 
     async def main() -> None:
@@ -207,7 +222,8 @@ class Reads:
     def __init__(self, port: int, topics: int) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.stop, self.out = ctx.Event(), ctx.Queue()
-        self.proc = ctx.Process(target=reader_main, args=(port, topics, self.stop, self.out))
+        self.proc = ctx.Process(target=reader_main,
+                                args=(port, topics, READ_RATE, self.stop, self.out))
 
     def __enter__(self) -> Reads:
         self.proc.start()
@@ -282,6 +298,19 @@ class Fleet:
     async def redis_pid(self) -> int:
         return int((await self.client.info("server"))["process_id"])
 
+    def log_events(self) -> dict[str, int]:
+        """What the workers logged so far (warnings and worse), by event: a storm that cost a
+        worker its change feed, or its store, shows here."""
+        seen: Counter[str] = Counter()
+        for i in range(len(self.workers)):
+            for line in (self.tmp / f"w{i}.log").read_text(errors="replace").splitlines():
+                try:
+                    event = str(json.loads(line).get("event", line))
+                except (ValueError, AttributeError):
+                    event = line
+                seen[event[:160]] += 1
+        return dict(seen)
+
 
 @contextlib.asynccontextmanager
 async def fleet() -> AsyncIterator[Fleet]:
@@ -314,6 +343,7 @@ async def storm_on_own_fleet(args: argparse.Namespace, whole: bytes, *,
         result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
                                     args.topics, {"redis": await f.redis_pid()}, reads=reads)
         result["script_s"] = round(await script_usec(f.client) / 1e6, 2)
+        result["worker_log_events"] = f.log_events()
         for conn in conns:
             conn.close()
     return result
@@ -389,6 +419,7 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
         result["longest_redis_command_ms"] = await longest_command_ms(client)
         result["every_route_lists_every_broker"] = await routes_list_every_broker(
             ports[1], args.topics, args.brokers)
+        result["worker_log_events"] = f.log_events()
         out["storm"] = result
         rows = args.brokers * args.topics
         used = int((await client.info("memory"))["used_memory"]) - base_mem
@@ -623,18 +654,31 @@ async def java_namesrv(args: argparse.Namespace) -> AsyncIterator[tuple[int, int
         proc.wait(30)
 
 
-async def java_storm(port: int, pid: int, args: argparse.Namespace, whole: bytes
-                     ) -> tuple[dict[str, Any], list[Conn]]:
+async def java_storm(port: int, pid: int, args: argparse.Namespace, whole: bytes, *,
+                     reads: bool = True) -> tuple[dict[str, Any], list[Conn]]:
     conns = [await Conn.open(port) for _ in range(args.brokers)]
-    with Reads(port, args.topics) as reads:
+    with Reads(port, args.topics) if reads else contextlib.nullcontext() as reader:
         meter = CpuMeter({"java": pid})
         started = time.perf_counter()
         await asyncio.gather(*(c.call(register_frame(b, whole, 1))
                                for b, c in enumerate(conns)))
         elapsed = time.perf_counter() - started
         cpu = meter.read()
-        read = reads.result()
-    return {"storm_s": round(elapsed, 2), "reads_during_ms": read, "cpu": cpu}, conns
+        read = reader.result() if reader is not None else None
+    result = {"storm_s": round(elapsed, 2), "cpu": cpu}
+    if read is not None:
+        result["reads_during_ms"] = read
+    return result, conns
+
+
+async def java_storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+    """The storm alone on a fresh JVM, beside nsfleet's storm without reads: the registrations'
+    cost with no reader sharing the two cores."""
+    async with java_namesrv(args) as (port, pid):
+        result, conns = await java_storm(port, pid, args, whole, reads=False)
+        for conn in conns:
+            conn.close()
+    return result
 
 
 async def java_side(args: argparse.Namespace, whole: bytes,
@@ -718,7 +762,12 @@ async def main() -> None:
                         help="skip `nsfleet analytics` over the namespace")
     parser.add_argument("--storm-rounds", type=int, default=3,
                         help="more storms with reads, alternating with Java's (medians)")
+    parser.add_argument("--read-rate", type=float, default=100.0,
+                        help="route reads a second during the storms (0: each read 2 ms after "
+                             "the last answer, as many as the side answers)")
     args = parser.parse_args()
+    global READ_RATE
+    READ_RATE = args.read_rate
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
     whole = body(list(range(args.topics)), 1)
@@ -730,9 +779,13 @@ async def main() -> None:
                                                                              reads=False)
     if args.java:
         results["java"] = await java_side(args, whole, split_bodies)
+        results["java"]["storm_without_reads"] = await java_storm_without_reads(args, whole)
         if "nsfleet" in results:
             results["storm_nsfleet_over_java"] = round(
                 results["nsfleet"]["storm"]["storm_s"] / results["java"]["storm_s"], 2)
+            results["storm_without_reads_nsfleet_over_java"] = round(
+                results["nsfleet"]["storm_without_reads"]["storm_s"]
+                / results["java"]["storm_without_reads"]["storm_s"], 2)
     if "nsfleet" in results:
         if args.storm_rounds:
             results["nsfleet"]["storm_rounds"] = await storm_rounds(args, whole)

@@ -29,6 +29,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# A topic's hash has a field per broker group (layout 2, docs/table-shape.md); as a listpack every
+# write searches it field by field, so past Redis's default of 128 fields (Valkey's is 512) a
+# registration costs more the more groups it has. The ziplist name: Redis 6.2 knows no other,
+# Redis 7 and Valkey take it as an alias.
+HASH_LISTPACK_ENTRIES = ("--hash-max-ziplist-entries", "128")
 MIN_SERVER_VERSION = (6, 2)  # as nsfleet.redis_conn.MIN_VERSION (checked again on connect)
 INSTALL_HINT = ("no redis-server (Redis 6.2 or later, or Valkey) for the embedded Redis: install "
                 "one (apt install redis-server, or brew install redis) or use an existing Redis "
@@ -211,7 +216,7 @@ class RedisServer:
             "--port", str(self.port), "--bind", self.host,
             "--dir", str(self.data_dir), "--appendonly", "yes" if self.appendonly else "no",
             "--save", "", "--maxmemory-policy", "noeviction", "--protected-mode", "yes",
-            "--daemonize", "no", "--logfile", str(self.log_path),
+            "--daemonize", "no", "--logfile", str(self.log_path), *HASH_LISTPACK_ENTRIES,
             *self.extra_args,
         ]
         # A new session: Ctrl-C in a terminal reaches the worker, which stops Redis last, after

@@ -258,6 +258,7 @@ def test_in_chart_redis(render) -> None:
     pairs = dict(zip(args[::2], args[1::2], strict=True))
     assert pairs["--maxmemory-policy"] == "noeviction"
     assert pairs["--appendonly"] == "yes"
+    assert pairs["--hash-max-ziplist-entries"] == "128"  # as nsfleet's own servers
     assert pairs["--dir"] == "/data"
     assert pairs["--requirepass"] == "$(REDIS_PASSWORD)"
     assert env_names(redis)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {

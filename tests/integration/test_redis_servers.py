@@ -10,8 +10,9 @@ import signal
 from pathlib import Path
 
 import pytest
+import redis
 
-from nsfleet.redis_server import server_version, wheel_binaries
+from nsfleet.redis_server import RedisServer, server_version, wheel_binaries
 from tests.support.workers import WorkerProcess, request
 
 pytestmark = pytest.mark.redis
@@ -44,3 +45,20 @@ def test_embedded_worker_on_each_server(tmp_path: Path, source: str, binary: str
     log = (tmp_path / "w.log").read_text()
     assert "Traceback" not in log
     assert binary in log  # the worker names the server it started
+
+
+@pytest.mark.parametrize(("source", "binary"), _servers() or [("none", "")])
+def test_each_server_keeps_a_hash_a_listpack_only_up_to_128_fields(tmp_path: Path, source: str,
+                                                                  binary: str) -> None:
+    """A topic's hash has a field per broker group: every server nsfleet starts (the embedded
+    Redis, the suite's) keeps Redis's default of 128, also where the server's own is higher
+    (Valkey's 512), since a listpack is searched field by field on every write."""
+    if not binary:
+        pytest.skip("no redis-server here")
+    with RedisServer(data_dir=tmp_path, appendonly=False, binary=binary) as server:
+        client = redis.Redis(host=server.host, port=server.port, decode_responses=True)
+        try:
+            limits = client.config_get("hash-max-*-entries")
+        finally:
+            client.close()
+    assert limits and set(limits.values()) == {"128"}, (source, limits)
