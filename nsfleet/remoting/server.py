@@ -27,6 +27,7 @@ from nsfleet.domain.errors import (
 )
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
+from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BigFrameSlots
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.handlers import (
     HANDLERS,
@@ -71,6 +72,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.proxy_pending: bytearray | None = bytearray()  # None once past the PROXY check
         self.last_active = time.monotonic()
         self.batch: list[bytes] | None = None  # see data_received
+        self.big_slot = False  # receiving a big frame (nsfleet.remoting.big_frames)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -82,6 +84,7 @@ class RemotingProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.conn.closed = True
+        self.server.big_frames.release(self)
         self.server.connections.discard(self)
         self.server.ns.metrics.remoting_connections.dec()
         if self.conn.registrations:
@@ -145,6 +148,18 @@ class RemotingProtocol(asyncio.Protocol):
             self._flush()
         if bad is not None:
             self._abort("bad frame", bad)
+        elif self.decoder.pending_frame_size > BIG_FRAME_BYTES:
+            self.server.big_frames.admit(self)
+        elif self.big_slot:
+            self.server.big_frames.release(self)
+
+    def pause(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def resume(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def _flush(self) -> None:
         batch, self.batch = self.batch, None
@@ -247,6 +262,7 @@ class RemotingServer:
         self._idle_task: asyncio.Task[None] | None = None
         self._connections_made = 0
         self._route_tallies: dict[int, Tally] = {}
+        self.big_frames = BigFrameSlots()
         ns.on_broker_expired(self._close_expired)
 
     def route_answers(self, code: int) -> Tally:

@@ -651,6 +651,14 @@ class FrameDecoder:
         """Bytes received but not yet part of a complete frame."""
         return len(self._buf)
 
+    @property
+    def pending_frame_size(self) -> int:
+        """The whole size (length prefix included) of the frame being received, as its prefix
+        declares it; 0 while fewer than 4 bytes of it have come."""
+        if len(self._buf) < 4:
+            return 0
+        return _INT.unpack_from(self._buf, 0)[0] + 4
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         if self._error is not None:
             kind, message = self._error

@@ -1,0 +1,96 @@
+"""How many connections of a worker receive a big frame at once.
+
+A registration storm sends every broker's table at once: 150 connections each delivering a 1.7 MB
+frame. The event loop reads every ready connection in each of its turns, so while all of them
+deliver, one turn moves hundreds of MB, and a route read, which needs a few turns, waited more
+than a second (bench/scale.py, 300 brokers x 10k topics). So a frame larger than
+``BIG_FRAME_BYTES`` is received by one connection at a time (``slots``): the others are paused
+as soon as their frame's length prefix says it is big, and resumed in turn, their bytes waiting
+in the kernel (and their senders, by TCP's flow control) instead of in the worker's memory.
+Tables are decoded one at a time anyway (nsfleet.runtime.table_thread): the storm takes no
+longer.
+
+A connection keeps its slot for ``slice_s`` at most while others wait, then waits behind them
+with what it has received so far: a peer that sends a big frame's prefix and then stops, or a
+slow link, delays the others by ``slice_s`` a turn, not for as long as it takes (the
+idle-connection timeout still closes a silent one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from typing import Protocol
+
+BIG_FRAME_BYTES = 256 * 1024  # a 5.x split registration chunk (800 topics) is ~130 KB
+SLOTS = 1
+SLICE_S = 1.0
+
+
+class Receiver(Protocol):
+    """A connection as the slots see it (nsfleet.remoting.server.RemotingProtocol)."""
+
+    big_slot: bool  # receiving a big frame now
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class BigFrameSlots:
+    def __init__(self, slots: int = SLOTS, slice_s: float = SLICE_S) -> None:
+        self.slots = slots
+        self.slice_s = slice_s
+        self.holders: dict[Receiver, float] = {}  # -> time.monotonic() it got its slot
+        self.waiting: collections.deque[Receiver] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def admit(self, conn: Receiver) -> None:
+        """``conn`` has begun a big frame: it receives it now if a slot is free, else it is
+        paused until one is."""
+        if conn.big_slot or conn in self.waiting:
+            return
+        if len(self.holders) < self.slots:
+            self._hold(conn)
+        else:
+            conn.pause()
+            self.waiting.append(conn)
+            self._watch()
+
+    def release(self, conn: Receiver) -> None:
+        """``conn`` received its big frame, or closed: its slot (or its place) goes to the next."""
+        if conn in self.waiting:
+            self.waiting.remove(conn)
+        if conn.big_slot:
+            conn.big_slot = False
+            del self.holders[conn]
+            self._hand_over()
+
+    def _hold(self, conn: Receiver) -> None:
+        conn.big_slot = True
+        self.holders[conn] = time.monotonic()
+
+    def _hand_over(self) -> None:
+        while self.waiting and len(self.holders) < self.slots:
+            conn = self.waiting.popleft()
+            self._hold(conn)
+            conn.resume()
+
+    def _watch(self) -> None:
+        if self._timer is None and self.waiting:
+            self._timer = asyncio.get_running_loop().call_later(self.slice_s, self._check)
+
+    def _check(self) -> None:
+        """Holders that had their slot for slice_s give it to the waiting, and wait behind."""
+        self._timer = None
+        cutoff = time.monotonic() - self.slice_s
+        for conn in [c for c, since in self.holders.items() if since <= cutoff]:
+            if not self.waiting:
+                break
+            conn.big_slot = False
+            del self.holders[conn]
+            conn.pause()
+            self._hand_over()
+            self.waiting.append(conn)
+        self._watch()
