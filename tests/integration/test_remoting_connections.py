@@ -17,7 +17,7 @@ import pytest
 
 from nsfleet.redis_server import RedisServer
 from nsfleet.remoting import server as server_module
-from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BigFrameSlots
+from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, SLOTS, BigFrameSlots
 from tests.support.remoting_client import (
     JSON,
     REQUEST_CODE_NOT_SUPPORTED,
@@ -357,25 +357,30 @@ async def test_overload_answers_system_busy(worker: Worker, healthy: RemotingCli
 
 async def test_big_frames_wait_their_turn_and_a_stalled_one_gives_way(
         redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A big frame is received by one connection at a time (nsfleet.remoting.big_frames): one
-    whose sender stops half-way gives way after its slice, so the next big frame is answered;
-    small requests are answered throughout, and the stalled frame once it is complete."""
+    """Big frames are received by SLOTS connections at a time (nsfleet.remoting.big_frames):
+    connections whose senders stop half-way give way after their slice, so the next big frame is
+    answered; small requests are answered throughout, and the stalled frames once complete."""
     monkeypatch.setattr(server_module, "BigFrameSlots",
                         functools.partial(BigFrameSlots, slice_s=0.2))
     async with running_worker(redis_server.url) as w:
-        stalled, big, small = await w.connect(), await w.connect(), await w.connect()
+        stalled = [await w.connect() for _ in range(SLOTS)]
+        big, small = await w.connect(), await w.connect()
         body = b"x" * (2 * BIG_FRAME_BYTES)
-        opaque = RemotingClient.next_opaque()
-        frame = encode(Command(9999, None, body, opaque=opaque))
-        stalled_answer: asyncio.Future[Command] = asyncio.get_running_loop().create_future()
-        stalled.pending[opaque] = stalled_answer
-        stalled.send_raw(frame[:len(frame) // 2])
-        await stalled.writer.drain()
+        frames, answers = [], []
+        for client in stalled:  # every slot taken by a frame that stops half-way
+            opaque = RemotingClient.next_opaque()
+            frames.append(encode(Command(9999, None, body, opaque=opaque)))
+            answers.append(asyncio.get_running_loop().create_future())
+            client.pending[opaque] = answers[-1]
+            client.send_raw(frames[-1][:len(frames[-1]) // 2])
+            await client.writer.drain()
         assert (await big.request(9999, None, body)).code == REQUEST_CODE_NOT_SUPPORTED
         assert await route_code(small) == TOPIC_NOT_EXIST
-        assert not stalled_answer.done()
-        stalled.send_raw(frame[len(frame) // 2:])
-        await stalled.writer.drain()
-        assert (await asyncio.wait_for(stalled_answer, 5.0)).code == REQUEST_CODE_NOT_SUPPORTED
-        for client in (stalled, big, small):
+        assert not any(answer.done() for answer in answers)
+        for client, frame in zip(stalled, frames, strict=True):
+            client.send_raw(frame[len(frame) // 2:])
+            await client.writer.drain()
+        for answer in answers:
+            assert (await asyncio.wait_for(answer, 5.0)).code == REQUEST_CODE_NOT_SUPPORTED
+        for client in (*stalled, big, small):
             await client.close()
