@@ -752,6 +752,7 @@ def storm_medians(results: dict[str, Any]) -> dict[str, Any]:
 
 
 async def main() -> None:
+    global READ_RATE  # the reader processes Reads starts take it from here
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--brokers", type=int, default=60)
     parser.add_argument("--topics", type=int, default=10_000)
@@ -762,11 +763,10 @@ async def main() -> None:
                         help="skip `nsfleet analytics` over the namespace")
     parser.add_argument("--storm-rounds", type=int, default=3,
                         help="more storms with reads, alternating with Java's (medians)")
-    parser.add_argument("--read-rate", type=float, default=100.0,
+    parser.add_argument("--read-rate", type=float, default=READ_RATE,
                         help="route reads a second during the storms (0: each read 2 ms after "
                              "the last answer, as many as the side answers)")
     args = parser.parse_args()
-    global READ_RATE
     READ_RATE = args.read_rate
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
