@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -155,6 +155,45 @@ class BrokerData(msgspec.Struct, gc=False):
                    bool(d.get("enableActingMaster", False)), d.get("zoneName"))
 
 
+class SharedDicts:
+    """The dicts of BrokerData and QueueData that many routes share (nsfleet.store.route_parts
+    makes one per distinct group entry and queue row): written once, not per route encoded.
+    Found by identity; each entry holds its object, so no other object can take its id while the
+    entry lasts. Bounded: past ``limit`` entries it is emptied, and a part left out has its dict
+    written as any other's. The dicts handed out are shared: they are for encoding only."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by_id: dict[int, tuple[object, dict[bool, dict[str, Any]]]] = {}
+
+    def add(self, part: BrokerData | QueueData) -> None:
+        if len(self._by_id) >= self.limit:
+            self._by_id.clear()
+        self._by_id[id(part)] = (part, {})
+
+    def broker(self, b: BrokerData, acting_master: bool) -> dict[str, Any]:
+        hit = self._by_id.get(id(b))
+        if hit is None or hit[0] is not b:
+            return b.to_dict(acting_master=acting_master)
+        d = hit[1].get(acting_master)
+        if d is None:
+            d = hit[1][acting_master] = b.to_dict(acting_master=acting_master)
+        return d
+
+    def queue(self, q: QueueData) -> dict[str, Any]:
+        hit = self._by_id.get(id(q))
+        if hit is None or hit[0] is not q:
+            return q.to_dict()
+        d = hit[1].get(True)
+        if d is None:
+            d = hit[1][True] = q.to_dict()
+        return d
+
+
+# Twice nsfleet.store.route_parts.MAX_PARTS: its groups and its queue rows.
+SHARED_DICTS: Final = SharedDicts(32_768)
+
+
 class TopicRouteData(msgspec.Struct, gc=False):
     queue_datas: list[QueueData] = msgspec.field(default_factory=list)
     broker_datas: list[BrokerData] = msgspec.field(default_factory=list)
@@ -164,12 +203,13 @@ class TopicRouteData(msgspec.Struct, gc=False):
     topic_queue_mapping_by_broker: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self, *, acting_master: bool = True) -> dict[str, Any]:
-        d: dict[str, Any] = {"brokerDatas": [b.to_dict(acting_master=acting_master)
-                                             for b in self.broker_datas],
+        # Their dicts shared with every route that lists the same parts: see SharedDicts.
+        broker, queue = SHARED_DICTS.broker, SHARED_DICTS.queue
+        d: dict[str, Any] = {"brokerDatas": [broker(b, acting_master) for b in self.broker_datas],
                              "filterServerTable": dict(sorted(self.filter_server_table.items()))}
         if self.order_topic_conf is not None:
             d["orderTopicConf"] = self.order_topic_conf
-        d["queueDatas"] = [q.to_dict() for q in self.queue_datas]
+        d["queueDatas"] = [queue(q) for q in self.queue_datas]
         if self.topic_queue_mapping_by_broker is not None:
             d["topicQueueMappingByBroker"] = dict(sorted(
                 self.topic_queue_mapping_by_broker.items()))

@@ -5,7 +5,6 @@ outage."""
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections import Counter
 from collections.abc import Awaitable
@@ -18,20 +17,19 @@ from redis.exceptions import ResponseError
 
 from nsfleet.domain import validation
 from nsfleet.domain.model import (
-    PERM_WRITE,
+    MASTER_ID,
     BrokerData,
     ClusterInfo,
     DataVersion,
     LiveBroker,
-    QueueData,
     TopicRouteData,
-    is_writeable,
     topic_queue_mapping_info,
 )
 from nsfleet.store import scripts
 from nsfleet.store.keys import ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import Status
+from nsfleet.store.route_parts import GroupPart, RouteParts
 from nsfleet.store.script_calls import ScriptCalls, flag, member_addrs, pairs
 
 
@@ -54,9 +52,6 @@ class ViewMarker:
 
 
 TopicListMode = Literal["cluster", "unit", "unit-sub", "unit-sub-ununit"]
-# The members of route.lua's group entries (lua/includes/group_routes.lua), found as route.lua's
-# own pattern finds them, so that its deadlines, one per member found, line up with them.
-_MEMBER = re.compile(r"\n([^\t]*)\t([^\t]*)\t[^\n]*")
 
 
 def _run_id(info: Any) -> str:
@@ -69,6 +64,7 @@ class TableReads:
     def __init__(self, calls: ScriptCalls) -> None:
         self._calls = calls
         self._keys = calls.keys
+        self._parts = RouteParts()
 
     async def live_count_by_cluster(self) -> dict[str, int]:
         """How many brokers of each cluster are before their deadline (Redis clock)."""
@@ -111,53 +107,71 @@ class TableReads:
         now = int(now)
         # No deadline read: no broker is past its deadline, none before `first` (route.lua).
         every_live = not deadlines
-        member_deadlines = iter(deadlines)
         min_ttl = int(float(first)) - now if every_live and first else -1
+        parts = self._parts
         split = rows.split("\n")
         names, values = split[0::2], split[1::2]
-        entries = entries.split("\r")  # "": the group has no group row
-        member_filters = iter(filters)
-        # Per group, in the script's order: its live members, and those members' filter servers.
-        live: list[tuple[dict[int, str], list[tuple[str, str]]]] = []
-        for entry in entries:
-            addrs: dict[int, str] = {}
-            listed: list[tuple[str, str]] = []
-            for member in _MEMBER.finditer(entry):
-                fs = next(member_filters) if filters else None
-                if not every_live:
-                    deadline = next(member_deadlines)
-                    ttl = -1 if deadline is None else int(float(deadline)) - now
-                    if ttl < 0:
-                        continue
-                    min_ttl = ttl if min_ttl < 0 else min(min_ttl, ttl)
-                addrs[int(member[1])] = member[2]
-                if fs:
-                    listed.append((member[2], fs))
-            live.append((addrs, listed))
-        # Groups by name, as Java's route lists them; an address two groups list shows the filter
-        # servers it has under the later one's cluster (Java: one map put per member, in order).
-        for n in sorted(range(len(names)), key=names.__getitem__):
-            addrs, listed = live[n]
-            if not addrs:
-                continue
-            cluster, acting, zone = entries[n].partition("\n")[0].split("\t", 2)
-            rq, wq, perm, sysflag = values[n].split("\t")
-            # An acting-master group that lost its live master shows no write perm (as the
-            # sweep will store it: includes/cascade.lua).
-            write_cleared = 0 not in addrs and acting == "true" and is_writeable(int(perm))
-            route.queue_datas.append(QueueData(names[n], int(rq), int(wq),
-                                               int(perm) - PERM_WRITE if write_cleared
-                                               else int(perm), int(sysflag)))
-            route.broker_datas.append(BrokerData(cluster, names[n], addrs, acting == "true",
-                                                 zone or None))
-            for addr, fs in listed:
-                route.filter_server_table[addr] = fs.split("\n")
+        groups = [parts.group(name, entry) for name, entry in zip(names, entries.split("\r"),
+                                                                   strict=True)]
+        # Groups by name, as Java's route lists them.
+        order = sorted(range(len(names)), key=names.__getitem__)
+        if every_live and not filters:
+            for n in order:
+                group = groups[n]
+                if group.broker is not None:
+                    route.broker_datas.append(group.broker)
+                    route.queue_datas.append(parts.queue(names[n], values[n],
+                                                         group.write_cleared))
+        else:
+            min_ttl = self._live_members(route, names, values, groups, order, now, min_ttl,
+                                         deadlines, filters)
         if not route.broker_datas:
             return None
         route.topic_queue_mapping_by_broker = {
             bname: topic_queue_mapping_info(json.loads(info), bname)
             for bname, info in pairs(mappings).items()} or None
         return RouteRead(route, min_ttl)
+
+    def _live_members(self, route: TopicRouteData, names: list[str], values: list[str],
+                      groups: list[GroupPart], order: list[int], now: int, min_ttl: int,
+                      deadlines: list[str | None], filters: list[str | None]) -> int:
+        """Fills ``route`` with the members still live (``deadlines``: each member's, in the
+        script's order; [] when every member is) and their filter servers; returns the route's
+        ttl (ms, -1: none)."""
+        member_deadlines = iter(deadlines)
+        member_filters = iter(filters)
+        # Per group, in the script's order: its live members, and those members' filter servers.
+        live: list[tuple[dict[int, str], list[tuple[str, str]]]] = []
+        for group in groups:
+            addrs: dict[int, str] = {}
+            listed: list[tuple[str, str]] = []
+            for member_id, addr in group.members:
+                fs = next(member_filters) if filters else None
+                if deadlines:
+                    deadline = next(member_deadlines)
+                    ttl = -1 if deadline is None else int(float(deadline)) - now
+                    if ttl < 0:
+                        continue
+                    min_ttl = ttl if min_ttl < 0 else min(min_ttl, ttl)
+                addrs[member_id] = addr
+                if fs:
+                    listed.append((addr, fs))
+            live.append((addrs, listed))
+        # An address two groups list shows the filter servers it has under the later one's
+        # cluster (Java: one map put per member, in order).
+        for n in order:
+            addrs, listed = live[n]
+            if not addrs:
+                continue
+            group = groups[n]
+            # An acting-master group that lost its live master shows no write perm (as the
+            # sweep will store it: includes/cascade.lua).
+            route.queue_datas.append(self._parts.queue(names[n], values[n],
+                                                       group.acting and MASTER_ID not in addrs))
+            route.broker_datas.append(self._parts.broker(names[n], group, addrs))
+            for addr, fs in listed:
+                route.filter_server_table[addr] = fs.split("\n")
+        return min_ttl
 
     async def rev(self) -> int:
         return int(await self._calls.redis.get(self._keys.rev) or 0)
