@@ -34,6 +34,7 @@ SCRIPTS: tuple[tuple[str, int], ...] = (
     ("hotpath", 900),
     ("route_bench", 300),
     ("route_cost", 300),
+    ("route_assembly", 300),
     ("propagation", 300),
     ("contention", 1800),
     ("sweep_cascade", 600),

@@ -31,6 +31,11 @@ POOL_WAIT = 10.0  # is the bottleneck), and a burst beyond it waits up to POOL_W
 # dead or unreachable host. Without it a connect waits for the OS (~2 min), and the retry makes
 # up to 4 connect attempts per command.
 CONNECT_TIMEOUT = 2.0
+# Connections a worker opens before it serves: opened on demand, at the first burst of a storm
+# (a fleet restarting while its brokers register), each reply waited for a new connection, and
+# route reads took 100-160 ms instead of a few (bench/scale.py, 60 x 10k). Enough for the
+# registration calls and chunks a store keeps in Redis at once (store/script_calls.py) and reads.
+WARM_CONNECTIONS = 16
 
 
 class UnsuitableRedis(RuntimeError):
@@ -144,6 +149,23 @@ def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis 
     # "Too many connections" (redis-py's default pool raises past 100).
     pool = aioredis.BlockingConnectionPool.from_url(url, **kwargs)  # type: ignore[arg-type]
     return _Redis(connection_pool=pool)
+
+
+async def open_connections(client: aioredis.Redis | RedisCluster,
+                           count: int = WARM_CONNECTIONS) -> None:
+    """Opens ``count`` connections of a client's pool and leaves them idle in it (a cluster
+    client opens its nodes' on demand)."""
+    if isinstance(client, RedisCluster):
+        return
+    pool = client.connection_pool
+    opened = await asyncio.gather(*(pool.get_connection() for _ in range(count)),
+                                  return_exceptions=True)
+    for connection in opened:
+        if not isinstance(connection, BaseException):
+            await pool.release(connection)
+    errors = [c for c in opened if isinstance(c, BaseException)]
+    if errors:
+        raise errors[0]
 
 
 def _sentinel_master(url: str, username: str, password: str) -> aioredis.Redis:

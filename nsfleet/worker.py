@@ -27,7 +27,13 @@ from nsfleet.http.app import STATE_KEY, HttpOptions, create_app, metrics_app
 from nsfleet.http.cached_routes import answer_cached_routes_first
 from nsfleet.metrics import Metrics
 from nsfleet.process_group import ProcessGroup
-from nsfleet.redis_conn import UnsuitableRedis, check_server, connect, redacted
+from nsfleet.redis_conn import (
+    UnsuitableRedis,
+    check_server,
+    connect,
+    open_connections,
+    redacted,
+)
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.role_notifier import RoleNotifier
 from nsfleet.remoting.server import RemotingServer
@@ -332,6 +338,7 @@ async def _wait_for_redis(store: RouteStore, config: NamesrvConfig, stop: asynci
     while not stop.is_set():
         try:
             info = await check_server(store.redis)
+            await open_connections(store.redis)
             await store.load_scripts()
             await config.refresh()
             return info

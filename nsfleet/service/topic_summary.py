@@ -62,8 +62,9 @@ class TopicSummary:
             self._rows.clear()
         else:
             rows = self._rows
-            for topic in topics:
-                rows.pop(topic, None)
+            if rows:  # a registration storm tells every worker millions of topics
+                for topic in topics:
+                    rows.pop(topic, None)
             if self._filling:
                 self._changed_while_filling.update(topics)
 

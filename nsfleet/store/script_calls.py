@@ -38,6 +38,12 @@ CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answer
 # chunks then queue in the worker, not in Redis, where every other client (a route read) would
 # wait behind all of them.
 CHUNKS_IN_REDIS = 4
+# The same for a registration's other calls (its head or probe, its commit): a storm of 300
+# brokers through two workers put ~150 of them in each worker's pool of connections at once, and
+# a route read waited for a connection behind them (bench/scale.py, 300 x 10k).
+REGISTRATIONS_IN_REDIS = 8
+BOUNDED_REGISTRATION_CALLS = frozenset({"register_broker", "register_commit",
+                                        "register_data_version"})
 # How long a queue-data write waits for a move of the layout to end (store/layout_move.py)
 # before it fails as the store being unavailable.
 LAYOUT_MOVE_WAIT_S = 60.0
@@ -91,6 +97,7 @@ class ScriptCalls:
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
         self._chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
+        self._registration_slots = asyncio.Semaphore(REGISTRATIONS_IN_REDIS)
         # The store's layout as last seen: "1" (also while it moves) or "2"; None until the
         # first queue-data call or ``load`` learns it.
         self.layout: str | None = None
@@ -137,7 +144,12 @@ class ScriptCalls:
             layout = scripts.LAYOUT_TOPICS
             if name in scripts.LAYOUT_SCRIPTS:
                 layout = self.layout or await self._init_layout(False)
-            reply = decode(name, await self._call_once((name, layout), all_keys, argv))
+            if name in BOUNDED_REGISTRATION_CALLS:
+                async with self._registration_slots:
+                    raw = await self._call_once((name, layout), all_keys, argv)
+            else:
+                raw = await self._call_once((name, layout), all_keys, argv)
+            reply = decode(name, raw)
             if reply.status is not Status.LAYOUT:
                 return reply
             await self._follow_layout(reply.values[0], name in scripts.LAYOUT_READS)

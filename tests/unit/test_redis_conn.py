@@ -17,10 +17,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from nsfleet.redis_conn import (
     CONNECT_TIMEOUT,
     POOL_SIZE,
+    WARM_CONNECTIONS,
     BoundedRedisCluster,
     UnsuitableRedis,
     check_server,
     connect,
+    open_connections,
 )
 from nsfleet.redis_server import RedisServer
 
@@ -91,6 +93,27 @@ async def test_idle_pooled_connections_survive_a_restart(restartable_redis: Redi
         await _restart(restartable_redis)
         burst = [client.eval(script, 1, f"k{i}", str(i)) for i in range(30)]
         assert await asyncio.gather(*burst) == [str(i) for i in range(30)]
+    finally:
+        await client.aclose()
+
+
+async def test_a_worker_opens_its_connections_before_it_serves(
+        restartable_redis: RedisServer) -> None:
+    """They wait idle in the pool: the first burst finds them open. A Redis that refuses
+    connections fails the call (the worker's start retries it)."""
+    client = connect(restartable_redis.url)
+    assert isinstance(client, aioredis.Redis)
+    try:
+        await open_connections(client)
+        assert WARM_CONNECTIONS <= POOL_SIZE
+        assert len(client.connection_pool._available_connections) == WARM_CONNECTIONS
+        clients = await client.client_list()
+        assert len(clients) == WARM_CONNECTIONS  # the one asking is one of them
+        restartable_redis.stop()
+        idle = aioredis.Redis(host=restartable_redis.host, port=restartable_redis.port)
+        with pytest.raises(RedisConnectionError):
+            await open_connections(idle, 2)
+        await idle.aclose()
     finally:
         await client.aclose()
 

@@ -7,6 +7,7 @@ and on a real redis-server."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +16,7 @@ import redis.asyncio as aioredis
 from msgspec import structs
 
 from nsfleet.domain.model import BrokerRegistration, DataVersion, QueueData, TopicConfig
-from nsfleet.store import RouteStore, scripts
+from nsfleet.store import RouteStore, script_calls, scripts
 from tests.support.invariants import orphans
 
 CHUNK = 3
@@ -407,3 +408,43 @@ async def test_many_groups_touched_in_one_call_are_announced_as_any_route(
     await pubsub.aclose()
     assert msg is not None and msg["data"].endswith(" *")
     assert await orphans(any_redis, store.keys) == []
+
+
+async def test_a_storm_keeps_few_registration_calls_in_redis_and_reads_go_past(
+        store: RouteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forty brokers registering at once: at most REGISTRATIONS_IN_REDIS of their calls (head,
+    probe, commit) and CHUNKS_IN_REDIS chunks are in Redis at a time, the rest wait in the
+    worker; a route read meanwhile waits for none of them."""
+    calls = store.calls
+    in_redis: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    once = calls._call_once
+
+    def kind(name: str) -> str:
+        return "registration" if name in script_calls.BOUNDED_REGISTRATION_CALLS else name
+
+    async def counted(script: tuple[str, str], keys: list[str], argv: list[Any]) -> Any:
+        in_redis[kind(script[0])] += 1
+        most[kind(script[0])] = max(most[kind(script[0])], in_redis[kind(script[0])])
+        try:
+            await asyncio.sleep(0.002)
+            return await once(script, keys, argv)
+        finally:
+            in_redis[kind(script[0])] -= 1
+
+    monkeypatch.setattr(calls, "_call_once", counted)
+    await store.register_broker(BrokerRegistration(
+        "c1", "10.0.9.1:10911", "reader-group", 0, data_version=DataVersion(1, 1),
+        topic_configs=[TopicConfig("R", 8, 8, 6), TopicConfig("R2", 8, 8, 6)]))
+    storm = [asyncio.create_task(store.register_broker(BrokerRegistration(
+        "c1", f"10.0.0.{i}:10911", f"b{i}", 0, data_version=DataVersion(1, 1),
+        topic_configs=[TopicConfig(f"T{t}", 8, 8, 6) for t in range(30)])))
+        for i in range(40)]
+    await asyncio.sleep(0.01)
+    read = asyncio.create_task(store.pickup_route("R"))
+    done, _ = await asyncio.wait({read}, timeout=0.5)
+    assert done and not all(t.done() for t in storm)  # read while the storm still queues
+    await asyncio.gather(*storm)
+    assert most["registration"] == script_calls.REGISTRATIONS_IN_REDIS
+    assert 0 < most["register_topics"] <= script_calls.CHUNKS_IN_REDIS
+    assert not +in_redis
