@@ -152,20 +152,19 @@ def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis 
 
 
 async def open_connections(client: aioredis.Redis | RedisCluster,
-                           count: int = WARM_CONNECTIONS) -> None:
-    """Opens ``count`` connections of a client's pool and leaves them idle in it (a cluster
-    client opens its nodes' on demand)."""
+                           count: int = WARM_CONNECTIONS) -> int:
+    """Opens up to ``count`` connections of a client's pool and leaves them idle in it; how many
+    it opened. Best effort: one Redis refuses (its maxclients reached) is opened on demand
+    later, as without this (a cluster client opens its nodes' on demand anyway)."""
     if isinstance(client, RedisCluster):
-        return
+        return 0
     pool = client.connection_pool
     opened = await asyncio.gather(*(pool.get_connection() for _ in range(count)),
                                   return_exceptions=True)
-    for connection in opened:
-        if not isinstance(connection, BaseException):
-            await pool.release(connection)
-    errors = [c for c in opened if isinstance(c, BaseException)]
-    if errors:
-        raise errors[0]
+    connections = [c for c in opened if not isinstance(c, BaseException)]
+    for connection in connections:
+        await pool.release(connection)
+    return len(connections)
 
 
 def _sentinel_master(url: str, username: str, password: str) -> aioredis.Redis:

@@ -3,9 +3,10 @@
 A broker sends its whole topic table with every registration; the DataVersion beside it changes
 while the table often does not (the JMH writers bump it every time, a broker whenever it
 persists its config). Decoding 10,000 topics into TopicConfig objects costs a worker ~30 ms of
-event-loop time; finding the table's bytes costs ~0.5 ms (msgspec's ``Raw``), hashing them ~1 ms (SHA-256, 1.7 MB:
-0.9 ms where the CPU has SHA instructions, as servers since ~2017 do; BLAKE2b, which Python
-builds without SIMD, took 1.8 ms and a tenth of a worker's CPU in a 300-broker storm: perf).
+event-loop time; finding the table's bytes costs ~0.5 ms (msgspec's ``Raw``), hashing them ~1 ms
+(SHA-256 of 1.7 MB: 0.9 ms where the CPU has SHA instructions, as servers since ~2017 do;
+BLAKE2b, which Python builds without SIMD, took 1.8 ms and a tenth of a worker's CPU in a
+300-broker storm, by perf).
 So each table is decoded once and remembered by a digest of the bytes that carry it: the same
 table under a new DataVersion, or in another body, comes back as the very same tuple, which the
 store in turn recognises (its validated, encoded chunks and digest are memoised by that object).

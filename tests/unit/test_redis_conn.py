@@ -99,21 +99,20 @@ async def test_idle_pooled_connections_survive_a_restart(restartable_redis: Redi
 
 async def test_a_worker_opens_its_connections_before_it_serves(
         restartable_redis: RedisServer) -> None:
-    """They wait idle in the pool: the first burst finds them open. A Redis that refuses
-    connections fails the call (the worker's start retries it)."""
+    """They wait idle in the pool: the first burst finds them open. Best effort: those Redis
+    refuses (maxclients reached) are opened on demand later."""
     client = connect(restartable_redis.url)
     assert isinstance(client, aioredis.Redis)
     try:
-        await open_connections(client)
-        assert WARM_CONNECTIONS <= POOL_SIZE
+        assert await open_connections(client) == WARM_CONNECTIONS <= POOL_SIZE
         assert len(client.connection_pool._available_connections) == WARM_CONNECTIONS
-        clients = await client.client_list()
-        assert len(clients) == WARM_CONNECTIONS  # the one asking is one of them
-        restartable_redis.stop()
-        idle = aioredis.Redis(host=restartable_redis.host, port=restartable_redis.port)
-        with pytest.raises(RedisConnectionError):
-            await open_connections(idle, 2)
-        await idle.aclose()
+        assert len(await client.client_list()) == WARM_CONNECTIONS  # the one asking is one
+        await client.config_set("maxclients", WARM_CONNECTIONS + 2)
+        other = connect(restartable_redis.url)
+        assert isinstance(other, aioredis.Redis)
+        assert await open_connections(other) == 2
+        assert await other.ping()
+        await other.aclose()
     finally:
         await client.aclose()
 
