@@ -148,7 +148,9 @@ def connect(url: str, username: str = "", password: str = "") -> aioredis.Redis 
     # A blocking pool: a burst of requests waits for a connection instead of failing with
     # "Too many connections" (redis-py's default pool raises past 100).
     pool = aioredis.BlockingConnectionPool.from_url(url, **kwargs)  # type: ignore[arg-type]
-    return _Redis(connection_pool=pool)
+    # The client owns its pool: closing it closes every pooled connection (a worker opens 16
+    # before it serves, and one stopped in a longer-lived process must not leave them open).
+    return _Redis.from_pool(pool)
 
 
 async def open_connections(client: aioredis.Redis | RedisCluster,

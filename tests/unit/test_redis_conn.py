@@ -113,6 +113,11 @@ async def test_a_worker_opens_its_connections_before_it_serves(
         assert await open_connections(other) == 2
         assert await other.ping()
         await other.aclose()
+        # Closing a client closes its pool's connections (a stopped worker leaves none open).
+        await client.aclose()
+        probe = aioredis.Redis(host=restartable_redis.host, port=restartable_redis.port)
+        assert len(await probe.client_list()) == 1
+        await probe.aclose()
     finally:
         await client.aclose()
 
