@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import msgspec
-import redis.asyncio as aioredis
 from benchlib import new_results, write_results
-from route_cost import TOPICS, populate
+from route_cost import TOPICS, populated_store
 
 from nsfleet.domain.model import ORDER_TOPIC_CONFIG, TopicRouteData
-from nsfleet.redis_server import RedisServer
 from nsfleet.remoting.handlers import _standard_route
 from nsfleet.store import RouteStore, scripts
 from nsfleet.store.route_parts import RouteParts
@@ -73,18 +70,11 @@ async def cpu_ms_per_read(store: RouteStore, variant: str) -> dict[str, float]:
 
 
 async def one_shape(groups: int, rounds: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp, \
-            RedisServer(data_dir=Path(tmp), appendonly=False) as server:
-        client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
-        store = RouteStore(client, "bench")
-        await client.set(store.keys.layout, scripts.LAYOUT_TOPICS)
-        await store.load_scripts()
-        await populate(store, groups, MEMBERS)
+    async with populated_store(groups, MEMBERS) as store:
         samples: dict[str, list[dict[str, float]]] = {"shared": [], "cold": []}
         for rnd in range(rounds):
             for variant in ("shared", "cold") if rnd % 2 == 0 else ("cold", "shared"):
                 samples[variant].append(await cpu_ms_per_read(store, variant))
-        await client.aclose()
     out: dict[str, Any] = {"groups": groups, "members_per_group": MEMBERS}
     for variant, runs in samples.items():
         med = {part: statistics.median(r[part] for r in runs) for part in runs[0]}

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +74,9 @@ async def usec_per_read(client: aioredis.Redis, sha: str, keys: list[str]) -> fl
     return int(stats["cmdstat_evalsha"]["usec"]) / READS
 
 
-async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def populated_store(groups: int, members: int) -> AsyncIterator[RouteStore]:
+    """A layout-2 store on a throwaway redis-server, every group serving every topic."""
     with tempfile.TemporaryDirectory() as tmp, \
             RedisServer(data_dir=Path(tmp), appendonly=False) as server:
         client = aioredis.Redis(host=server.host, port=server.port, decode_responses=True)
@@ -80,6 +84,16 @@ async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
         await client.set(store.keys.layout, scripts.LAYOUT_TOPICS)
         await store.load_scripts()
         await populate(store, groups, members)
+        try:
+            yield store
+        finally:
+            await client.aclose()
+
+
+async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
+    async with populated_store(groups, members) as store:
+        client = store.redis
+        assert isinstance(client, aioredis.Redis)
         keys = [store.keys.prefix, store.keys.kv_table("ORDER_TOPIC_CONFIG")]
         shas = {name: await client.script_load(text) for name, text in VARIANTS.items()}
         route = await client.evalsha(shas["route.lua"], len(keys), *keys, *route_args("T0"))
@@ -89,7 +103,6 @@ async def one_shape(groups: int, members: int, rounds: int) -> dict[str, Any]:
             order = list(shas.items())
             for name, sha in order if rnd % 2 == 0 else order[::-1]:
                 times[name].append(await usec_per_read(client, sha, keys))
-        await client.aclose()
     route_us, floor_us, head_us = (statistics.median(times[n])
                                    for n in ("route.lua", "floor", "head"))
     return {"groups": groups, "members_per_group": members,
