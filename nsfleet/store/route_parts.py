@@ -40,8 +40,6 @@ class GroupPart(msgspec.Struct, gc=False, frozen=True):
     zone: str | None
     members: tuple[tuple[int, str], ...]  # (id, address), in the entry's order
     broker: BrokerData | None
-    # An acting-master group without its master: its queue data shows no write perm.
-    write_cleared: bool
 
 
 class RouteParts:
@@ -65,9 +63,12 @@ class RouteParts:
             return part.broker
         return BrokerData(part.cluster, name, addrs, part.acting, part.zone)
 
-    def queue(self, name: str, row: str, write_cleared: bool) -> QueueData:
+    def queue(self, name: str, row: str, part: GroupPart, addrs: dict[int, str]) -> QueueData:
         """Group ``name``'s QueueData from its row "<readQueueNums>\\t<writeQueueNums>\\t<perm>
-        \\t<topicSysFlag>", its write perm taken away when ``write_cleared``."""
+        \\t<topicSysFlag>" while ``addrs`` are its members still live: an acting-master group
+        without its master shows no write perm (as the sweep will store it:
+        lua/includes/cascade.lua)."""
+        write_cleared = part.acting and MASTER_ID not in addrs
         key = (name, row, write_cleared)
         queue = self._queues.get(key)
         if queue is None:
@@ -84,12 +85,11 @@ class RouteParts:
         if len(self._groups) >= MAX_PARTS:
             self._groups.clear()
         if not entry:
-            return GroupPart("", False, None, (), None, False)
+            return GroupPart("", False, None, (), None)
         head, *lines = entry.split("\n")
         cluster, acting, zone = head.split("\t", 2)
         members = tuple((int(i), addr) for i, addr, _ in (line.split("\t", 2) for line in lines))
         addrs = dict(members)
         broker = BrokerData(cluster, name, addrs, acting == "true", zone or None) if addrs \
             else None
-        return GroupPart(cluster, acting == "true", zone or None, members, broker,
-                         acting == "true" and MASTER_ID not in addrs)
+        return GroupPart(cluster, acting == "true", zone or None, members, broker)

@@ -17,7 +17,6 @@ from redis.exceptions import ResponseError
 
 from nsfleet.domain import validation
 from nsfleet.domain.model import (
-    MASTER_ID,
     BrokerData,
     ClusterInfo,
     DataVersion,
@@ -120,8 +119,8 @@ class TableReads:
                 group = groups[n]
                 if group.broker is not None:
                     route.broker_datas.append(group.broker)
-                    route.queue_datas.append(parts.queue(names[n], values[n],
-                                                         group.write_cleared))
+                    route.queue_datas.append(parts.queue(names[n], values[n], group,
+                                                         group.broker.broker_addrs))
         else:
             min_ttl = self._live_members(route, names, values, groups, order, now, min_ttl,
                                          deadlines, filters)
@@ -164,10 +163,7 @@ class TableReads:
             if not addrs:
                 continue
             group = groups[n]
-            # An acting-master group that lost its live master shows no write perm (as the
-            # sweep will store it: includes/cascade.lua).
-            route.queue_datas.append(self._parts.queue(names[n], values[n],
-                                                       group.acting and MASTER_ID not in addrs))
+            route.queue_datas.append(self._parts.queue(names[n], values[n], group, addrs))
             route.broker_datas.append(self._parts.broker(names[n], group, addrs))
             for addr, fs in listed:
                 route.filter_server_table[addr] = fs.split("\n")

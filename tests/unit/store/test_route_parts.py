@@ -121,14 +121,17 @@ async def test_a_member_past_its_deadline_leaves_the_shared_part_alone(
 
 def test_an_acting_master_group_without_its_master_shows_no_write_perm() -> None:
     parts = RouteParts()
-    group = parts.group("b1", "c1\ttrue\t\n1\t10.0.0.2:10911\tc1")
-    assert group.write_cleared
-    assert parts.queue("b1", "8\t8\t6\t0", group.write_cleared) == QueueData("b1", 8, 8, 4, 0)
-    assert parts.queue("b1", "8\t8\t4\t0", True) == QueueData("b1", 8, 8, 4, 0)
-    assert not parts.group("b1", "c1\tfalse\t\n1\t10.0.0.2:10911\tc1").write_cleared
-    assert not parts.group("b1", "c1\ttrue\tz\n0\t10.0.0.1:10911\tc1").write_cleared
-    assert parts.group("b1", "c1\ttrue\tz\n0\t10.0.0.1:10911\tc1").broker == BrokerData(
-        "c1", "b1", {0: "10.0.0.1:10911"}, True, "z")
+    row = "8\t8\t6\t0"
+    slave = parts.group("b1", "c1\ttrue\t\n1\t10.0.0.2:10911\tc1")
+    assert parts.queue("b1", row, slave, {1: "10.0.0.2:10911"}) == QueueData("b1", 8, 8, 4, 0)
+    assert parts.queue("b1", "8\t8\t4\t0", slave, {1: "10.0.0.2:10911"}) == QueueData(
+        "b1", 8, 8, 4, 0)
+    plain = parts.group("b1", "c1\tfalse\t\n1\t10.0.0.2:10911\tc1")
+    assert parts.queue("b1", row, plain, {1: "10.0.0.2:10911"}).perm == 6
+    both = parts.group("b1", "c1\ttrue\tz\n0\t10.0.0.1:10911\tc1")
+    assert parts.queue("b1", row, both, {0: "10.0.0.1:10911"}).perm == 6
+    assert parts.queue("b1", row, both, {}).perm == 4  # its master past its deadline
+    assert both.broker == BrokerData("c1", "b1", {0: "10.0.0.1:10911"}, True, "z")
 
 
 def test_a_group_without_a_group_row_has_no_members() -> None:
@@ -141,8 +144,8 @@ def test_the_tables_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     parts = RouteParts()
     first = parts.group("b0", "c1\tfalse\t\n0\t10.0.0.1:10911\tc1")
     for i in range(1, 10):
-        parts.group(f"b{i}", "c1\tfalse\t\n0\t10.0.0.1:10911\tc1")
-        parts.queue(f"b{i}", "8\t8\t6\t0", False)
+        group = parts.group(f"b{i}", "c1\tfalse\t\n0\t10.0.0.1:10911\tc1")
+        parts.queue(f"b{i}", "8\t8\t6\t0", group, {0: "10.0.0.1:10911"})
         assert len(parts._groups) <= 4 and len(parts._queues) <= 4
     again = parts.group("b0", "c1\tfalse\t\n0\t10.0.0.1:10911\tc1")
     assert again == first and again is not first
