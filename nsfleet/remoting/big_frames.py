@@ -15,6 +15,12 @@ A connection keeps its slot for ``slice_s`` at most while others wait, then wait
 with what it has received so far: a peer that sends a big frame's prefix and then stops, or a
 slow link, delays the others by ``slice_s`` a turn, not for as long as it takes (the
 idle-connection timeout still closes a silent one).
+
+A connection can only be paused once its frame's prefix has been read, and its first read took
+what the event loop reads at once (uvloop: 256 KiB): 150 connections beginning their tables
+together moved ~38 MB in one turn, and held every request of the worker ~40-60 ms at the
+storm's start (a prober beside bench/scale.py's 300 x 10k). So connections read through
+``ReadBuffers``: ``READ_BYTES`` a read, ``BIG_READ_BYTES`` for one holding a slot.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from typing import Protocol
 BIG_FRAME_BYTES = 256 * 1024  # a 5.x split registration chunk (800 topics) is ~130 KB
 SLOTS = 2
 SLICE_S = 1.0
+READ_BYTES = 64 * 1024  # one read of a connection: every request but a big table in one read
+BIG_READ_BYTES = 1024 * 1024  # one read of a connection receiving a big frame
 
 
 class Receiver(Protocol):
@@ -95,3 +103,17 @@ class BigFrameSlots:
             self._hand_over()
             self.waiting.append(conn)
         self._watch()
+
+
+class ReadBuffers:
+    """The buffers the connections of one event loop read into (``asyncio.BufferedProtocol``):
+    a read's bytes are handed on, and copied by the frame decoder, before the next read begins,
+    so every connection can share them."""
+
+    def __init__(self, read_bytes: int = READ_BYTES,
+                 big_read_bytes: int = BIG_READ_BYTES) -> None:
+        self.small = memoryview(bytearray(read_bytes))
+        self.big = memoryview(bytearray(big_read_bytes))
+
+    def get(self, big_slot: bool) -> memoryview:
+        return self.big if big_slot else self.small

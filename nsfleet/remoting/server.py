@@ -1,6 +1,7 @@
 """The RocketMQ remoting TCP server (port 9876) of a worker.
 
-One ``asyncio.Protocol`` per connection: an optional PROXY protocol prefix, then frames decoded
+One ``asyncio.BufferedProtocol`` per connection (its reads sized by
+nsfleet.remoting.big_frames): an optional PROXY protocol prefix, then frames decoded
 incrementally; each request is handled in its own task and answered in the request's serialize
 type (oneway requests never are). A malformed stream closes only its own connection. When a
 connection that registered brokers closes (or idles out), each of those brokers is unregistered
@@ -27,7 +28,7 @@ from nsfleet.domain.errors import (
 )
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
-from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BigFrameSlots
+from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BigFrameSlots, ReadBuffers
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.handlers import (
     HANDLERS,
@@ -63,7 +64,7 @@ _ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
 ENDPOINTS = {**HANDLERS, **CONTROLLER_HANDLERS}
 
 
-class RemotingProtocol(asyncio.Protocol):
+class RemotingProtocol(asyncio.BufferedProtocol):
     def __init__(self, server: RemotingServer) -> None:
         self.server = server
         self.decoder = FrameDecoder(server.max_frame_size)
@@ -73,6 +74,7 @@ class RemotingProtocol(asyncio.Protocol):
         self.last_active = time.monotonic()
         self.batch: list[bytes] | None = None  # see data_received
         self.big_slot = False  # receiving a big frame (nsfleet.remoting.big_frames)
+        self._reading: memoryview | None = None  # the buffer of the read under way
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
@@ -113,7 +115,17 @@ class RemotingProtocol(asyncio.Protocol):
             except Exception as exc:  # the deadline will still expire it
                 log.warning("unregister on close failed", broker_addr=addr, error=str(exc))
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        self._reading = self.server.read_buffers.get(self.big_slot)
+        return self._reading
+
+    def buffer_updated(self, nbytes: int) -> None:
+        reading, self._reading = self._reading, None
+        assert reading is not None  # the transport asks for a buffer before every read
+        self.data_received(reading[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
+        """``data`` is only read during the call (it may be a shared read buffer's)."""
         self.last_active = time.monotonic()
         if self.proxy_pending is not None:
             self.proxy_pending += data
@@ -263,6 +275,7 @@ class RemotingServer:
         self._connections_made = 0
         self._route_tallies: dict[int, Tally] = {}
         self.big_frames = BigFrameSlots()
+        self.read_buffers = ReadBuffers()
         ns.on_broker_expired(self._close_expired)
 
     def route_answers(self, code: int) -> Tally:

@@ -17,7 +17,7 @@ import pytest
 
 from nsfleet.redis_server import RedisServer
 from nsfleet.remoting import server as server_module
-from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, SLOTS, BigFrameSlots
+from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, READ_BYTES, SLOTS, BigFrameSlots
 from tests.support.remoting_client import (
     JSON,
     REQUEST_CODE_NOT_SUPPORTED,
@@ -383,4 +383,48 @@ async def test_big_frames_wait_their_turn_and_a_stalled_one_gives_way(
         for answer in answers:
             assert (await asyncio.wait_for(answer, 5.0)).code == REQUEST_CODE_NOT_SUPPORTED
         for client in (*stalled, big, small):
+            await client.close()
+
+
+async def test_a_connection_waiting_for_a_big_frame_slot_holds_one_read_of_it(
+        redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection is paused once its frame's prefix shows a big frame and no slot is free:
+    what it read by then is one read of READ_BYTES, not what the event loop would read at once
+    (256 KiB), so a storm's tables starting together move little before they wait their turn.
+    Once the slots free, each waiting frame is received whole and answered."""
+    slot_tables: list[BigFrameSlots] = []
+
+    def recorded() -> BigFrameSlots:
+        slot_tables.append(BigFrameSlots(slice_s=60.0))
+        return slot_tables[-1]
+
+    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
+    async with running_worker(redis_server.url) as w:
+        stalled = [await w.connect() for _ in range(SLOTS)]
+        waiting = [await w.connect() for _ in range(3)]
+        body = b"x" * (4 * BIG_FRAME_BYTES)
+        halves, answers = [], []
+        for client in stalled:  # every slot taken by a frame that stops half-way
+            frame = encode(Command(9999, None, body, opaque=RemotingClient.next_opaque()))
+            halves.append(frame[len(frame) // 2:])
+            client.send_raw(frame[:len(frame) // 2])
+            await client.writer.drain()
+        for client in waiting:  # whole frames, which the kernel holds while they wait
+            opaque = RemotingClient.next_opaque()
+            answers.append(asyncio.get_running_loop().create_future())
+            client.pending[opaque] = answers[-1]
+            client.send_raw(encode(Command(9999, None, body, opaque=opaque)))
+        (slots,) = slot_tables
+        for _ in range(500):
+            if len(slots.waiting) == len(waiting):
+                break
+            await asyncio.sleep(0.01)
+        assert len(slots.waiting) == len(waiting)
+        assert all(0 < conn.decoder.buffered <= READ_BYTES  # type: ignore[attr-defined]
+                   for conn in slots.waiting)
+        for client, half in zip(stalled, halves, strict=True):
+            client.send_raw(half)
+        for answer in answers:
+            assert (await asyncio.wait_for(answer, 10.0)).code == REQUEST_CODE_NOT_SUPPORTED
+        for client in (*stalled, *waiting):
             await client.close()
