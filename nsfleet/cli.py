@@ -80,6 +80,9 @@ def _serve(args: argparse.Namespace) -> int:
         import structlog
 
         structlog.contextvars.bind_contextvars(process=group.index)
+    from nsfleet.runtime.table_thread import favour_the_event_loop
+
+    favour_the_event_loop()
     try:
         import uvloop
 
