@@ -33,6 +33,11 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   storm without reads on a fresh JVM beside nsfleet's (the registrations alone);
 * worker_log_events: what the workers logged (warnings and worse) by the storm's end, by event.
 
+Every broker sends the same table by default, so a worker decodes and encodes it once and finds
+it in its memo for the other brokers; ``--distinct-tables`` gives each broker a table of its own
+(the same topics, queue counts and sysFlag of its own), as brokers of a real fleet send, so every
+table is decoded and encoded. The split rounds' chunks are shared either way.
+
 Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
 register_bodies.py, as bench/remoting_register.py). The full shape is `--brokers 300`; the default
 runs in a few minutes on a 2-core machine. Writes bench/results/scale.json.
@@ -93,11 +98,26 @@ def topic(i: int) -> str:
     return f"Topic-{i:05d}"
 
 
-def body(topics: list[int], counter: int) -> bytes:
-    table = {topic(i): TopicConfig(topic(i), 8, 8, 6) for i in topics}
+def body(topics: list[int], counter: int, broker: int | None = None) -> bytes:
+    """A broker's table of ``topics``: 8 queues each, the same bytes for every broker; or,
+    given ``broker``, queue counts and sysFlag of that broker's own (``--distinct-tables``)."""
+    if broker is None:
+        table = {topic(i): TopicConfig(topic(i), 8, 8, 6) for i in topics}
+    else:
+        reads, writes, flag = 1 + broker % 16, 1 + broker // 16 % 16, broker // 256 % 8
+        table = {topic(i): TopicConfig(topic(i), reads, writes, 6, flag) for i in topics}
     return encode_register_body(
         RegisterBody(DataVersion(counter, 1_700_000_000_000 + counter, 0), table, []),
         compressed=False, version=V5_3_3)
+
+
+def whole_tables(args: argparse.Namespace) -> list[bytes]:
+    """Each broker's first REGISTER_BROKER body, by broker: one table shared by all, or with
+    ``--distinct-tables`` a table of each broker's own (the same topics, other queue counts), so
+    no worker decodes or encodes a table once for many brokers."""
+    if not args.distinct_tables:
+        return [body(list(range(args.topics)), 1)] * args.brokers
+    return [body(list(range(args.topics)), 1, broker=b) for b in range(args.brokers)]
 
 
 def addr(broker: int) -> str:
@@ -328,19 +348,19 @@ async def fleet() -> AsyncIterator[Fleet]:
             await client.aclose()
 
 
-def whole_frames(whole: bytes) -> Any:
-    """Broker b's REGISTER_BROKER of the whole table."""
-    return lambda b, opaque: register_frame(b, whole, opaque)
+def whole_frames(wholes: list[bytes]) -> Any:
+    """Broker b's REGISTER_BROKER of its whole table."""
+    return lambda b, opaque: register_frame(b, wholes[b], opaque)
 
 
-async def storm_on_own_fleet(args: argparse.Namespace, whole: bytes, *,
+async def storm_on_own_fleet(args: argparse.Namespace, wholes: list[bytes], *,
                              reads: bool) -> dict[str, Any]:
     """The storm on a Redis and workers of its own. Without reads, beside the storm with them:
     what the route reads made during it cost the registrations (each is a script of ~6 us of
     Redis per group of the route, bench/route_cost.py)."""
     async with fleet() as f:
         await f.client.config_resetstat()
-        result, conns = await storm(f.ports, args.brokers, whole_frames(whole), f.ports[1],
+        result, conns = await storm(f.ports, args.brokers, whole_frames(wholes), f.ports[1],
                                     args.topics, {"redis": await f.redis_pid()}, reads=reads)
         result["script_s"] = round(await script_usec(f.client) / 1e6, 2)
         result["worker_log_events"] = f.log_events()
@@ -400,7 +420,7 @@ async def longest_command_ms(client: aioredis.Redis) -> dict[str, float]:
     return out
 
 
-async def nsfleet_side(args: argparse.Namespace, whole: bytes,
+async def nsfleet_side(args: argparse.Namespace, wholes: list[bytes],
                        split_bodies: list[list[bytes]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with fleet() as f:
@@ -412,7 +432,7 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
         base_mem = int((await client.info("memory"))["used_memory"])
         await client.config_resetstat()
         await client.slowlog_reset()
-        result, conns = await storm(ports, args.brokers, whole_frames(whole), ports[1],
+        result, conns = await storm(ports, args.brokers, whole_frames(wholes), ports[1],
                                     args.topics, pids)
         result["script_s"] = round(await script_usec(client) / 1e6, 2)
         result["redis_ms_by_command"] = await by_command(client)
@@ -425,7 +445,7 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
         used = int((await client.info("memory"))["used_memory"]) - base_mem
         out["memory"] = {"queue_rows": rows, "redis_bytes": used,
                          "bytes_per_row": round(used / rows, 1)}
-        out["rounds"] = await rounds(client, conns, whole, split_bodies, pids)
+        out["rounds"] = await rounds(client, conns, wholes, split_bodies, pids)
         if args.analytics:
             async with kept_alive(conns):
                 out["analytics"] = await asyncio.to_thread(analytics, f.server.url,
@@ -438,7 +458,7 @@ async def nsfleet_side(args: argparse.Namespace, whole: bytes,
     return out
 
 
-async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
+async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
                  split_bodies: list[list[bytes]], pids: dict[str, int]) -> dict[str, Any]:
     """Redis script time of one round of every broker: whole and unchanged (the same frame
     again), then split (every chunk a new DataVersion; the first split round records the
@@ -460,7 +480,7 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
         await asyncio.gather(*(one(b, c) for b, c in enumerate(conns)))
 
     for c_b, c in enumerate(conns):
-        await c.call(register_frame(c_b, whole, 0))
+        await c.call(register_frame(c_b, wholes[c_b], 0))
     await split_round()  # records the chunks
     await split_round()  # proves each unchanged: the workers' memos know every chunk's digest
     calls: dict[str, int] = {}
@@ -468,7 +488,8 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], whole: bytes,
     pids = {k: v for k, v in pids.items() if k != "sender"}
 
     async def whole_round() -> None:
-        await asyncio.gather(*(c.call(register_frame(b, whole, 0)) for b, c in enumerate(conns)))
+        await asyncio.gather(*(c.call(register_frame(b, wholes[b], 0))
+                               for b, c in enumerate(conns)))
 
     async def idle_round() -> None:
         pass
@@ -654,13 +675,13 @@ async def java_namesrv(args: argparse.Namespace) -> AsyncIterator[tuple[int, int
         proc.wait(30)
 
 
-async def java_storm(port: int, pid: int, args: argparse.Namespace, whole: bytes, *,
+async def java_storm(port: int, pid: int, args: argparse.Namespace, wholes: list[bytes], *,
                      reads: bool = True) -> tuple[dict[str, Any], list[Conn]]:
     conns = [await Conn.open(port) for _ in range(args.brokers)]
     with Reads(port, args.topics) if reads else contextlib.nullcontext() as reader:
         meter = CpuMeter({"java": pid})
         started = time.perf_counter()
-        await asyncio.gather(*(c.call(register_frame(b, whole, 1))
+        await asyncio.gather(*(c.call(register_frame(b, wholes[b], 1))
                                for b, c in enumerate(conns)))
         elapsed = time.perf_counter() - started
         cpu = meter.read()
@@ -671,24 +692,24 @@ async def java_storm(port: int, pid: int, args: argparse.Namespace, whole: bytes
     return result, conns
 
 
-async def java_storm_without_reads(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+async def java_storm_without_reads(args: argparse.Namespace, wholes: list[bytes]) -> dict[str, Any]:
     """The storm alone on a fresh JVM, beside nsfleet's storm without reads: the registrations'
     cost with no reader sharing the two cores."""
     async with java_namesrv(args) as (port, pid):
-        result, conns = await java_storm(port, pid, args, whole, reads=False)
+        result, conns = await java_storm(port, pid, args, wholes, reads=False)
         for conn in conns:
             conn.close()
     return result
 
 
-async def java_side(args: argparse.Namespace, whole: bytes,
+async def java_side(args: argparse.Namespace, wholes: list[bytes],
                     split_bodies: list[list[bytes]]) -> dict[str, Any]:
     async with java_namesrv(args) as (port, pid):
-        out, conns = await java_storm(port, pid, args, whole)
+        out, conns = await java_storm(port, pid, args, wholes)
         out["every_route_lists_every_broker"] = await routes_list_every_broker(
             port, args.topics, args.brokers)
         # A steady-state round: its CPU (the JVM's, as nsfleet's is Redis time).
-        for name, frames in (("whole", lambda b: [register_frame(b, whole, 2)]),
+        for name, frames in (("whole", lambda b: [register_frame(b, wholes[b], 2)]),
                              ("split", lambda b: [register_frame(b, c, 3)
                                                   for c in split_bodies[0]])):
             meter = CpuMeter({"java": pid})
@@ -706,7 +727,7 @@ async def java_side(args: argparse.Namespace, whole: bytes,
         return out
 
 
-async def storm_rounds(args: argparse.Namespace, whole: bytes) -> dict[str, Any]:
+async def storm_rounds(args: argparse.Namespace, wholes: list[bytes]) -> dict[str, Any]:
     """The storm with reads ``args.storm_rounds`` more times, each on a fresh Redis and workers,
     alternating with the Java NameServer's storm on a fresh JVM (``--java``)."""
     samples: dict[str, list[Any]] = {"nsfleet_storm_s": [], "nsfleet_reads_p99_ms": [],
@@ -714,7 +735,7 @@ async def storm_rounds(args: argparse.Namespace, whole: bytes) -> dict[str, Any]
     if args.java:
         samples["java_storm_s"] = []
     for _ in range(args.storm_rounds):
-        result = await storm_on_own_fleet(args, whole, reads=True)
+        result = await storm_on_own_fleet(args, wholes, reads=True)
         samples["nsfleet_storm_s"].append(result["storm_s"])
         read = result["reads_during_ms"]
         samples["nsfleet_reads_p99_ms"].append(read["p99"])
@@ -722,7 +743,7 @@ async def storm_rounds(args: argparse.Namespace, whole: bytes) -> dict[str, Any]
         samples["nsfleet_reads_failed"].append(read["failed"])
         if args.java:
             async with java_namesrv(args) as (port, pid):
-                java, conns = await java_storm(port, pid, args, whole)
+                java, conns = await java_storm(port, pid, args, wholes)
                 for conn in conns:
                     conn.close()
             samples["java_storm_s"].append(java["storm_s"])
@@ -763,6 +784,9 @@ async def main() -> None:
                         help="skip `nsfleet analytics` over the namespace")
     parser.add_argument("--storm-rounds", type=int, default=3,
                         help="more storms with reads, alternating with Java's (medians)")
+    parser.add_argument("--distinct-tables", action="store_true",
+                        help="every broker a table of its own (queue counts differ), not one "
+                             "table sent by all")
     parser.add_argument("--read-rate", type=float, default=READ_RATE,
                         help="route reads a second during the storms (0: each read 2 ms after "
                              "the last answer, as many as the side answers)")
@@ -770,16 +794,16 @@ async def main() -> None:
     READ_RATE = args.read_rate
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
-    whole = body(list(range(args.topics)), 1)
+    wholes = whole_tables(args)
     split_bodies = [[body(list(range(i, min(i + SPLIT, args.topics))), 100 * r + i // SPLIT)
                      for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
     if not args.skip_nsfleet:
-        results["nsfleet"] = await nsfleet_side(args, whole, split_bodies)
-        results["nsfleet"]["storm_without_reads"] = await storm_on_own_fleet(args, whole,
+        results["nsfleet"] = await nsfleet_side(args, wholes, split_bodies)
+        results["nsfleet"]["storm_without_reads"] = await storm_on_own_fleet(args, wholes,
                                                                              reads=False)
     if args.java:
-        results["java"] = await java_side(args, whole, split_bodies)
-        results["java"]["storm_without_reads"] = await java_storm_without_reads(args, whole)
+        results["java"] = await java_side(args, wholes, split_bodies)
+        results["java"]["storm_without_reads"] = await java_storm_without_reads(args, wholes)
         if "nsfleet" in results:
             results["storm_nsfleet_over_java"] = round(
                 results["nsfleet"]["storm"]["storm_s"] / results["java"]["storm_s"], 2)
@@ -788,7 +812,7 @@ async def main() -> None:
                 / results["java"]["storm_without_reads"]["storm_s"], 2)
     if "nsfleet" in results:
         if args.storm_rounds:
-            results["nsfleet"]["storm_rounds"] = await storm_rounds(args, whole)
+            results["nsfleet"]["storm_rounds"] = await storm_rounds(args, wholes)
         results["storm_medians"] = storm_medians(results)
     write_results("scale", results)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -69,12 +69,21 @@ class DataVersion:
                    to_int(d.get("stateVersion"), f"{field}.stateVersion"))
 
 
-class TopicConfig(msgspec.Struct, gc=False):
+# A number msgspec decodes into a TopicConfig only when Java's int can hold it.
+JavaInt = Annotated[int, msgspec.Meta(ge=validation.JAVA_INT_MIN, le=validation.JAVA_INT_MAX)]
+
+
+class TopicConfig(msgspec.Struct, gc=False, rename="camel"):
+    """One topic of a broker's table. Its field names and bounds are fastjson's TopicConfig
+    (camelCase, Java ints): ``nsfleet.domain.topic_tables`` decodes the common shape of a
+    table straight into these; constructed in Python, the numbers are not checked (the
+    registration drops a topic whose number is out of range, ``check_topics``)."""
+
     topic_name: str
-    read_queue_nums: int = DEFAULT_READ_QUEUE_NUMS
-    write_queue_nums: int = DEFAULT_WRITE_QUEUE_NUMS
-    perm: int = DEFAULT_PERM
-    topic_sys_flag: int = 0
+    read_queue_nums: JavaInt = DEFAULT_READ_QUEUE_NUMS
+    write_queue_nums: JavaInt = DEFAULT_WRITE_QUEUE_NUMS
+    perm: JavaInt = DEFAULT_PERM
+    topic_sys_flag: JavaInt = 0
     order: bool = False
 
     @classmethod
@@ -314,6 +323,13 @@ class CheckedTopics:
     dropped: Sequence[DroppedTopic]
 
 
+class TopicsInJavaInts(tuple[TopicConfig, ...]):
+    """A table's TopicConfigs whose numbers a decoder proved within Java's int
+    (``nsfleet.domain.topic_tables``): ``check_topics`` checks only their names."""
+
+    __slots__ = ()
+
+
 def check_topics(configs: Sequence[TopicConfig]) -> CheckedTopics:
     """Keep every topic that can be stored, as the Java NameServer keeps every topic: a topic
     that cannot be stored (``validation.registered_topic``, values outside Java's int) is
@@ -364,6 +380,8 @@ def _storable_as_sent(configs: Sequence[TopicConfig]) -> bool:
             or len(set(names)) != len(names) or "*" in names or joined.startswith("@")
             or " @" in joined or validation.unstorable_character(joined)):
         return False
+    if isinstance(configs, TopicsInJavaInts):
+        return True
     lo, hi = validation.JAVA_INT_MIN, validation.JAVA_INT_MAX
     return all(lo <= tc.read_queue_nums <= hi and lo <= tc.write_queue_nums <= hi
                and lo <= tc.perm <= hi and lo <= tc.topic_sys_flag <= hi for tc in configs)

