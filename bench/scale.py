@@ -36,7 +36,7 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 Every broker sends the same table by default, so a worker decodes and encodes it once and finds
 it in its memo for the other brokers; ``--distinct-tables`` gives each broker a table of its own
 (the same topics, queue counts and sysFlag of its own), as brokers of a real fleet send, so every
-table is decoded and encoded. The split rounds' chunks are shared either way.
+table is decoded and encoded (and its split rounds are chunks of its own table).
 
 Brokers' bodies are encoded as a 5.x broker's RegisterBrokerBody JSON (tests/support/
 register_bodies.py, as bench/remoting_register.py). The full shape is `--brokers 300`; the default
@@ -118,6 +118,18 @@ def whole_tables(args: argparse.Namespace) -> list[bytes]:
     if not args.distinct_tables:
         return [body(list(range(args.topics)), 1)] * args.brokers
     return [body(list(range(args.topics)), 1, broker=b) for b in range(args.brokers)]
+
+
+def split_tables(args: argparse.Namespace) -> list[list[list[bytes]]]:
+    """Each broker's 5.x split registration, by broker then round: two rounds of chunks of
+    ``SPLIT`` topics, each chunk under a DataVersion of its own, the table the broker's whole
+    registration sends (so an unchanged split round is one)."""
+    def rounds(broker: int | None) -> list[list[bytes]]:
+        return [[body(list(range(i, min(i + SPLIT, args.topics))), 100 * r + i // SPLIT, broker)
+                 for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
+    if not args.distinct_tables:
+        return [rounds(None)] * args.brokers
+    return [rounds(b) for b in range(args.brokers)]
 
 
 def addr(broker: int) -> str:
@@ -421,7 +433,7 @@ async def longest_command_ms(client: aioredis.Redis) -> dict[str, float]:
 
 
 async def nsfleet_side(args: argparse.Namespace, wholes: list[bytes],
-                       split_bodies: list[list[bytes]]) -> dict[str, Any]:
+                       split_bodies: list[list[list[bytes]]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with fleet() as f:
         client, ports = f.client, f.ports
@@ -459,7 +471,7 @@ async def nsfleet_side(args: argparse.Namespace, wholes: list[bytes],
 
 
 async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
-                 split_bodies: list[list[bytes]], pids: dict[str, int]) -> dict[str, Any]:
+                 split_bodies: list[list[list[bytes]]], pids: dict[str, int]) -> dict[str, Any]:
     """Redis script time of one round of every broker: whole and unchanged (the same frame
     again), then split (every chunk a new DataVersion; the first split round records the
     chunks, the others are measured); and the CPU of Redis and both workers over the round
@@ -471,10 +483,9 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
     async def split_round() -> None:
         nonlocal counter
         counter += 1
-        chunks = split_bodies[counter % 2]  # every chunk under another DataVersion than before
-
         async def one(b: int, c: Conn) -> None:
-            for chunk in chunks:
+            # every chunk under another DataVersion than before
+            for chunk in split_bodies[b][counter % 2]:
                 await c.call(register_frame(b, chunk, 0))
 
         await asyncio.gather(*(one(b, c) for b, c in enumerate(conns)))
@@ -703,7 +714,7 @@ async def java_storm_without_reads(args: argparse.Namespace, wholes: list[bytes]
 
 
 async def java_side(args: argparse.Namespace, wholes: list[bytes],
-                    split_bodies: list[list[bytes]]) -> dict[str, Any]:
+                    split_bodies: list[list[list[bytes]]]) -> dict[str, Any]:
     async with java_namesrv(args) as (port, pid):
         out, conns = await java_storm(port, pid, args, wholes)
         out["every_route_lists_every_broker"] = await routes_list_every_broker(
@@ -711,7 +722,7 @@ async def java_side(args: argparse.Namespace, wholes: list[bytes],
         # A steady-state round: its CPU (the JVM's, as nsfleet's is Redis time).
         for name, frames in (("whole", lambda b: [register_frame(b, wholes[b], 2)]),
                              ("split", lambda b: [register_frame(b, c, 3)
-                                                  for c in split_bodies[0]])):
+                                                  for c in split_bodies[b][0]])):
             meter = CpuMeter({"java": pid})
 
             async def one(b: int, c: Conn, frames: Any = frames) -> None:
@@ -795,8 +806,7 @@ async def main() -> None:
     results = new_results(args)
     results["shared_machine"] = "2 cores shared with other work: compare ratios, not absolutes"
     wholes = whole_tables(args)
-    split_bodies = [[body(list(range(i, min(i + SPLIT, args.topics))), 100 * r + i // SPLIT)
-                     for i in range(0, args.topics, SPLIT)] for r in (1, 2)]
+    split_bodies = split_tables(args)
     if not args.skip_nsfleet:
         results["nsfleet"] = await nsfleet_side(args, wholes, split_bodies)
         results["nsfleet"]["storm_without_reads"] = await storm_on_own_fleet(args, wholes,

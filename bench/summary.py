@@ -136,6 +136,16 @@ FIGURES: tuple[Figure, ...] = (
            ("storm_medians", "nsfleet_reads_max_ms"), 250.0, unit="ms"),
     Figure("60 x 10k: route reads during the storm, failed (in every storm)", "scale",
            ("storm_medians", "nsfleet_reads_failed"), 0.0),
+    # The same with a table of each broker's own (bench/scale.py --distinct-tables): every
+    # table decoded and encoded, none found in a worker's memo.
+    Figure("60 x 10k, a table per broker: the storm / the Java NameServer's, medians",
+           "scale-distinct", ("storm_medians", "nsfleet_over_java"), None, unit="x"),
+    Figure("60 x 10k, a table per broker: route reads during the storm, p99 (median)",
+           "scale-distinct", ("storm_medians", "nsfleet_reads_p99_ms"), None, unit="ms"),
+    Figure("300 x 10k, a table per broker: the storm / the Java NameServer's, medians",
+           "scale-300x10k-distinct", ("storm_medians", "nsfleet_over_java"), None, unit="x"),
+    Figure("300 x 10k, a table per broker: route reads during the storm, p99 (median)",
+           "scale-300x10k-distinct", ("storm_medians", "nsfleet_reads_p99_ms"), None, unit="ms"),
     Figure("60 x 10k: unchanged split round / unchanged whole round, Redis time", "scale",
            ("nsfleet", "rounds", "split_over_whole"), 2.0, unit="x"),
     Figure("60 x 10k: the same, Redis's own CPU less idle", "scale",
