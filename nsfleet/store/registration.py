@@ -59,9 +59,9 @@ class BrokerRegistrar:
         self.unchanged_chunks = UnchangedChunks(self._write_data_versions)
 
     def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
-                       ) -> tuple[list[Row], list[list[Any]], list[bytes], list[bytes], str]:
-        """Validate ``reg`` and encode its topic table as the scripts take it: the rows, the
-        static-topic mappings, both in chunks, and the digest taken over those chunks."""
+                       ) -> tuple[int, list[list[Any]], list[bytes], list[bytes], str]:
+        """Validate ``reg`` and encode its topic table as the scripts take it: how many rows,
+        the static-topic mappings, both in chunks, and the digest taken over those chunks."""
         source = reg.topic_configs
         # The same table object again (a broker re-sending the bytes a front end remembers):
         # its checks and encoding are a pure function of it. Static topics depend on more.
@@ -78,8 +78,8 @@ class BrokerRegistrar:
                 info = topic_queue_mapping_info(raw, reg.name or "")
                 mappings.append([topic, info["bname"],
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)])
-        # Tuples of atoms, which the garbage collector stops tracking: the memo below holds a
-        # row per topic of every table a worker sees.
+        # Only the chunks are remembered, not the rows (~90 B a topic of every table a worker
+        # sees; the names the rows hold are the validated configs').
         d = _decimal
         rows = [(tc.topic_name, d(tc.read_queue_nums) or str(tc.read_queue_nums),
                  d(tc.write_queue_nums) or str(tc.write_queue_nums),
@@ -94,8 +94,8 @@ class BrokerRegistrar:
         digest = hasher.hexdigest()
         if not mappings and isinstance(source, tuple):
             checked = CheckedTopics(reg.topics_sent, reg.topic_configs, reg.dropped_topics)
-            self._tables.put(key, (source, checked, rows, topic_chunks, digest), len(rows))
-        return rows, mappings, topic_chunks, mapping_chunks, digest
+            self._tables.put(key, (source, checked, len(rows), topic_chunks, digest), len(rows))
+        return len(rows), mappings, topic_chunks, mapping_chunks, digest
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
                               return_order_conf: bool = True,
@@ -107,7 +107,7 @@ class BrokerRegistrar:
             table = await in_table_thread(self._encoded_table, reg, delete_absent_topics)
         else:
             table = self._encoded_table(reg, delete_absent_topics)
-        rows, mappings, topic_chunks, mapping_chunks, digest = table
+        row_count, mappings, topic_chunks, mapping_chunks, digest = table
         dv = reg.data_version
         timeout = reg.heartbeat_timeout_millis or DEFAULT_HEARTBEAT_TIMEOUT_MS
         acting = "" if reg.enable_acting_master is None else str(reg.enable_acting_master).lower()
@@ -121,7 +121,7 @@ class BrokerRegistrar:
                 acting_master=acting, dv_counter=dv.counter, dv_timestamp=dv.timestamp,
                 state_version=dv.state_version,
                 filter_count=-1 if filters is None else len(filters),
-                topic_count=len(rows) if full else 0, delete_absent=flag(delete_absent_topics),
+                topic_count=row_count if full else 0, delete_absent=flag(delete_absent_topics),
                 want_kv=flag(return_order_conf), topics_sent=reg.topics_sent,
                 connection=connection or "", mapping_count=len(mappings), digest=digest,
                 mode=mode, row_budget=self._calls.chunk_rows,
@@ -145,8 +145,8 @@ class BrokerRegistrar:
         # A big table is first offered as its digest: an unchanged re-registration (a broker's
         # every 30 s) then costs O(1) in Redis and sends no topics; otherwise it is sent whole,
         # in one call when it is small, else in chunks (``_register_in_chunks``).
-        chunked = len(rows) + len(mappings) > self._calls.chunk_rows
-        mode = "probe" if chunked or len(rows) >= self.probe_min_topics else "full"
+        chunked = row_count + len(mappings) > self._calls.chunk_rows
+        mode = "probe" if chunked or row_count >= self.probe_min_topics else "full"
         for _ in range(5):  # "drain" answers are followed by a drain, then a retry
             if mode == "full" and chunked:
                 mode = "head"
@@ -161,7 +161,7 @@ class BrokerRegistrar:
         changed = False
         if status is Status.HEAD:
             changed, rest = await self._register_in_chunks(
-                reg, rest, rows, topic_chunks, mapping_chunks, digest, delete_absent_topics,
+                reg, rest, topic_chunks, mapping_chunks, digest, delete_absent_topics,
                 return_order_conf)
         if status is Status.FENCED:
             await self._departures.drain_cleanups(only=reg.name)
@@ -190,7 +190,7 @@ class BrokerRegistrar:
         await self.unchanged_chunks.flush((cluster, addr))
 
     async def _register_in_chunks(self, reg: BrokerRegistration, head: list[Any],
-                                  rows: list[Row], topic_chunks: list[bytes],
+                                  topic_chunks: list[bytes],
                                   mapping_chunks: list[bytes], digest: str, delete_absent: bool,
                                   return_order_conf: bool) -> tuple[bool, list[Any]]:
         """After register_broker.lua's "head" call: the queue data in chunks of at most
@@ -226,7 +226,7 @@ class BrokerRegistrar:
                     expected_epoch += int(rest[1])
                     added_epoch += int(rest[2])
             if delete_absent and not stale:
-                incoming = {r[0] for r in rows}
+                incoming = {tc.topic_name for tc in reg.topic_configs}
                 absent = sorted(await self._listed_topics(reg.name) - incoming)
                 calls = [chunk("", "[]", json_arg(absent[i:i + n]), "0")
                          for i in range(0, len(absent), n)]
