@@ -323,18 +323,12 @@ class CheckedTopics:
     dropped: Sequence[DroppedTopic]
 
 
-class TopicsInJavaInts(tuple[TopicConfig, ...]):
-    """A table's TopicConfigs whose numbers a decoder proved within Java's int
-    (``nsfleet.domain.topic_tables``): ``check_topics`` checks only their names."""
-
-    __slots__ = ()
-
-
-def check_topics(configs: Sequence[TopicConfig]) -> CheckedTopics:
+def check_topics(configs: Sequence[TopicConfig], *,
+                 numbers_checked: bool = False) -> CheckedTopics:
     """Keep every topic that can be stored, as the Java NameServer keeps every topic: a topic
     that cannot be stored (``validation.registered_topic``, values outside Java's int) is
-    dropped alone."""
-    if _storable_as_sent(configs):
+    dropped alone. ``numbers_checked``: the decoder proved every number within Java's int."""
+    if _storable_as_sent(configs, numbers_checked):
         return CheckedTopics(len(configs), list(configs), [])
     return _check_each(configs)
 
@@ -365,7 +359,7 @@ def _check_each(configs: Sequence[TopicConfig]) -> CheckedTopics:
     return CheckedTopics(len(configs), list(kept.values()), dropped)
 
 
-def _storable_as_sent(configs: Sequence[TopicConfig]) -> bool:
+def _storable_as_sent(configs: Sequence[TopicConfig], numbers_checked: bool) -> bool:
     """Whether ``check_topics`` would keep every topic as sent: each storable, none listed
     twice. The names are checked a whole table at a time (a registration storm's workers spent
     ~4 ms per 10,000-topic table checking them one by one, delaying the first write to Redis)."""
@@ -380,7 +374,7 @@ def _storable_as_sent(configs: Sequence[TopicConfig]) -> bool:
             or len(set(names)) != len(names) or "*" in names or joined.startswith("@")
             or " @" in joined or validation.unstorable_character(joined)):
         return False
-    if isinstance(configs, TopicsInJavaInts):
+    if numbers_checked:
         return True
     lo, hi = validation.JAVA_INT_MIN, validation.JAVA_INT_MAX
     return all(lo <= tc.read_queue_nums <= hi and lo <= tc.write_queue_nums <= hi
@@ -409,6 +403,9 @@ class BrokerRegistration:
     # counts those), and the ones that could not be stored.
     topics_sent: int = 0
     dropped_topics: list[DroppedTopic] = field(default_factory=list)
+    # Every number of topic_configs proven within Java's int by the decoder (the common shape
+    # of a remoting body, nsfleet.domain.topic_tables): validation checks only the names.
+    numbers_checked: bool = False
 
     def validated(self, topics: CheckedTopics | None = None) -> BrokerRegistration:
         """Check what identifies the broker (ValidationError naming the field) and keep every
@@ -434,7 +431,8 @@ class BrokerRegistration:
                                validation.JAVA_LONG_MIN, validation.JAVA_LONG_MAX)
         for i, f in enumerate(self.filter_server_list or ()):
             validation.stored_text(f, f"filterServerList[{i}]")
-        checked = topics if topics is not None else check_topics(self.topic_configs)
+        checked = (topics if topics is not None else
+                   check_topics(self.topic_configs, numbers_checked=self.numbers_checked))
         self.topics_sent = checked.sent
         self.dropped_topics = list(checked.dropped)
         self.topic_configs = checked.kept

@@ -30,7 +30,6 @@ from nsfleet.domain.model import (
     DEFAULT_WRITE_QUEUE_NUMS,
     DataVersion,
     TopicConfig,
-    TopicsInJavaInts,
 )
 from nsfleet.runtime.memo import BoundedMemo
 
@@ -73,7 +72,7 @@ class DataVersionJson(msgspec.Struct):
 
 # Remoting (fastjson), the shape a broker sends: every entry an object naming its topic, every
 # number within Java's int; decoded straight into TopicConfigs (a 10,000-topic table in ~3.4 ms,
-# against ~4.5 ms through TopicConfigJson, and its numbers need no second look).
+# against ~4.5 ms through TopicConfigJson), whose numbers need no second look.
 _entries_as_sent: Final = msgspec.json.Decoder(dict[str, TopicConfig])
 # Remoting (fastjson): a null entry carries nothing; the HTTP API takes objects only.
 _nullable_entries: Final = msgspec.json.Decoder(dict[str, TopicConfigJson | None] | None)
@@ -97,24 +96,27 @@ def remembered(kind: Hashable, data: bytes | memoryview, decode: Callable[[], T]
     return found  # type: ignore[return-value]  # stored under this kind by this function
 
 
-def fastjson_table(raw: bytes | memoryview) -> tuple[dict[str, TopicConfig],
-                                                     tuple[TopicConfig, ...]]:
+FastjsonTable = tuple[dict[str, TopicConfig], tuple[TopicConfig, ...], bool]
+
+
+def fastjson_table(raw: bytes | memoryview) -> FastjsonTable:
     """A remoting body's ``topicConfigTable`` JSON: by topic name (a name listed twice keeps
-    its last entry, as a Java map does) and as a tuple of those entries; remembered."""
-    def decode() -> tuple[dict[str, TopicConfig], tuple[TopicConfig, ...]]:
+    its last entry, as a Java map does) and as a tuple of those entries, and whether every
+    number was proven within Java's int (the shape brokers send); remembered."""
+    def decode() -> FastjsonTable:
         try:
             as_sent = _entries_as_sent.decode(raw)
         except msgspec.ValidationError:  # a null, a name left out, a number past Java's int
             pass
         else:
             by_name = {config.topic_name: config for config in as_sent.values()}
-            return by_name, TopicsInJavaInts(by_name.values())
+            return by_name, tuple(by_name.values()), True
         table: dict[str, TopicConfig] = {}
         for key, tc in (_nullable_entries.decode(raw) or {}).items():
             if tc is not None:
                 config = tc.config(key)
                 table[config.topic_name] = config
-        return table, tuple(table.values())
+        return table, tuple(table.values()), False
     return remembered("fastjson", raw, decode, lambda v: len(v[1]))
 
 

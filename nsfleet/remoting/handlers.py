@@ -192,6 +192,7 @@ async def register_broker(ns: NameServer, h: RegisterBrokerHeader, cmd: Remoting
         enable_acting_master=h.enable_acting_master,
         data_version=body.data_version,
         topic_configs=body.topic_configs,
+        numbers_checked=body.numbers_checked,
         filter_server_list=body.filter_server_list,
         topic_queue_mappings=body.topic_queue_mapping_info)
     result = await ns.register_broker(reg, connection=conn.id)

@@ -51,6 +51,9 @@ class RegisterBody:
     # topic_config_table's entries as a tuple, set by the decoder: one object per distinct table
     # (nsfleet.domain.topic_tables), which the store recognises. Derived, so not compared.
     topic_configs: tuple[TopicConfig, ...] = field(default=(), compare=False, repr=False)
+    # Every number of the table proven within Java's int by the decoder (BrokerRegistration's
+    # field of the same name). Derived, so not compared.
+    numbers_checked: bool = field(default=False, compare=False, repr=False)
 
 
 def crc32(body: bytes | bytearray | memoryview | None) -> int:
@@ -131,10 +134,11 @@ def _from_typed_wrapper(w: _WrapperJson | None) -> RegisterBody:
     ValueError when the table is not of the common shape."""
     if w is None:
         return RegisterBody(filter_server_list=None)
-    table, configs = fastjson_table(w.topicConfigTable)
+    table, configs, numbers_checked = fastjson_table(w.topicConfigTable)
     return RegisterBody(
         data_version=DataVersionJson.value(w.dataVersion),
-        topic_config_table=table, topic_configs=configs, filter_server_list=None,
+        topic_config_table=table, topic_configs=configs, numbers_checked=numbers_checked,
+        filter_server_list=None,
         topic_queue_mapping_info={k: v for k, v in (w.topicQueueMappingInfoMap or {}).items()
                                   if v is not None})
 

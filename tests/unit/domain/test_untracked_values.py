@@ -26,7 +26,11 @@ def test_route_values_are_untracked() -> None:
 def test_decoded_tables_are_untracked_once_collected() -> None:
     """Tuples of untracked values leave the collector's lists at the next collection."""
     configs = api_table(b'{"A":{"perm":6},"B":{}}')
-    table, by_name = fastjson_table(b'{"C":{"perm":6}}')
+    table, by_name, _ = fastjson_table(b'{"C":{"perm":6}}')
+    # the shape brokers send, decoded straight into TopicConfigs
+    sent, sent_by_name, numbers_checked = fastjson_table(b'{"D":{"topicName":"D","perm":6}}')
+    assert numbers_checked
     gc.collect()
-    assert not gc.is_tracked(configs) and not gc.is_tracked(by_name)
-    assert all(not gc.is_tracked(tc) for tc in (*configs, *table.values()))
+    for value in (configs, by_name, sent_by_name):
+        assert not gc.is_tracked(value)
+    assert all(not gc.is_tracked(tc) for tc in (*configs, *table.values(), *sent.values()))

@@ -29,9 +29,9 @@ def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = model.check_topics
 
-    def counting(configs: object) -> model.CheckedTopics:
+    def counting(configs: object, *, numbers_checked: bool = False) -> model.CheckedTopics:
         calls.append(1)
-        return original(configs)  # type: ignore[arg-type]
+        return original(configs, numbers_checked=numbers_checked)  # type: ignore[arg-type]
 
     monkeypatch.setattr(model, "check_topics", counting)
     return calls

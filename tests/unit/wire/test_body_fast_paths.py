@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 from nsfleet.domain.errors import BodyDecodeError
-from nsfleet.domain.model import TopicsInJavaInts, check_topics
+from nsfleet.domain.model import check_topics
 from nsfleet.remoting.handlers import Connection
 from nsfleet.runtime.table_thread import OFF_LOOP_BODY_BYTES
 from nsfleet.wire import bodies
@@ -97,13 +97,13 @@ def test_a_table_as_brokers_send_it_needs_no_second_look_at_its_numbers() -> Non
     ``check_topics`` checks only the names; a number past it sends the table the other way, and
     the registration then drops that topic alone."""
     sent = decode_register_body(b'{"topicConfigSerializeWrapper":{' + TC.encode() + b"}}", False,
-                                V5_0_0).topic_configs
-    assert isinstance(sent, TopicsInJavaInts)
+                                V5_0_0)
+    assert sent.numbers_checked
     past = decode_register_body(
         b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"Big":{"topicName":"Big",'
-        b'"perm":2147483648},"T":{"topicName":"T","perm":6}}}}', False, V5_0_0).topic_configs
-    assert not isinstance(past, TopicsInJavaInts)
-    checked = check_topics(past)
+        b'"perm":2147483648},"T":{"topicName":"T","perm":6}}}}', False, V5_0_0)
+    assert not past.numbers_checked
+    checked = check_topics(past.topic_configs, numbers_checked=past.numbers_checked)
     assert [tc.topic_name for tc in checked.kept] == ["T"]
     assert [d.topic for d in checked.dropped] == ["Big"]
 
