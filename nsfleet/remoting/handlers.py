@@ -93,7 +93,9 @@ class Connection:
     controller_replicas: set[tuple[str, int]] = field(default_factory=set)
     # The last REGISTER_BROKER body decoded here: (compressed, version, its length, a digest of
     # its bytes, decoded). A digest, not the bytes: a 10,000-topic broker's are 1.7 MB, which
-    # 150 such connections kept at ~250 MB of a worker (its Helm limit is 512 MiB).
+    # 150 such connections kept at ~250 MB of a worker (its Helm limit is 512 MiB). No digest
+    # (b"") until a body of the same length follows: a first registration, which a storm is made
+    # of, hashes nothing.
     last_register_body: tuple[bool, int, int, bytes, RegisterBody] | None = None
 
     async def register_body(self, body: bytes | None, compressed: bool,
@@ -121,10 +123,13 @@ class Connection:
 
 def _digest_and_decode(body: bytes, compressed: bool, version: int,
                        last: tuple[bytes, RegisterBody] | None) -> tuple[bytes, RegisterBody]:
-    """The body's digest, and ``last``'s decoded body when its digest is the same (bytes of the
-    same length, compression and version) else the body decoded."""
+    """With ``last`` (the digest and decoded body of the last body, of the same length,
+    compression and version): the body's digest, and ``last``'s decoded body when the digests
+    are the same, else the body decoded. Without: no digest, the body decoded."""
+    if last is None:
+        return b"", decode_register_body(body, compressed, version)
     digest = hashlib.sha256(body).digest()  # 1 ms for 1.7 MB, the GIL released meanwhile
-    if last is not None and last[0] == digest:
+    if last[0] == digest:
         return digest, last[1]
     return digest, decode_register_body(body, compressed, version)
 

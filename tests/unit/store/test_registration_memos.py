@@ -127,8 +127,9 @@ async def test_a_new_data_version_alone_decodes_to_the_same_remoting_table() -> 
     body = await conn.register_body(PLAIN_5X, False, V5_0_0)
     assert isinstance(body.topic_configs, tuple)
     assert body.topic_configs == tuple(body.topic_config_table.values())
-    again = await conn.register_body(bytes(PLAIN_5X), False, V5_0_0)
-    assert again is body  # the connection's memo: the same bytes
+    again = await conn.register_body(bytes(PLAIN_5X), False, V5_0_0)  # now known by digest
+    assert again.topic_configs is body.topic_configs  # the table's memo
+    assert await conn.register_body(bytes(PLAIN_5X), False, V5_0_0) is again  # the connection's
     changed = PLAIN_5X.replace(b'"counter":5', b'"counter":6')
     other = await conn.register_body(changed, False, V5_0_0)
     assert other.topic_configs is body.topic_configs and other.data_version.counter == 6
