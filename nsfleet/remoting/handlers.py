@@ -109,14 +109,13 @@ class Connection:
             self.last_register_body = None
             return decode_register_body(body, compressed, version)
         last = self.last_register_body
-        same_kind = (last is not None and last[0] == compressed and last[1] == version
-                     and last[2] == len(body))
+        known = (last[3:] if last is not None and last[:3] == (compressed, version, len(body))
+                 else None)
         if len(body) > OFF_LOOP_BODY_BYTES:
             digest, decoded = await in_table_thread(
-                _digest_and_decode, body, compressed, version, last[3:] if same_kind else None)
+                _digest_and_decode, body, compressed, version, known)
         else:
-            digest, decoded = _digest_and_decode(body, compressed, version,
-                                                 last[3:] if same_kind else None)
+            digest, decoded = _digest_and_decode(body, compressed, version, known)
         self.last_register_body = (compressed, version, len(body), digest, decoded)
         return decoded
 

@@ -81,10 +81,11 @@ class BrokerRegistrar:
         # Only the chunks are remembered, not the rows (~90 B a topic of every table a worker
         # sees; the names the rows hold are the validated configs').
         d = _decimal
-        rows = [(tc.topic_name, d(tc.read_queue_nums) or str(tc.read_queue_nums),
-                 d(tc.write_queue_nums) or str(tc.write_queue_nums),
-                 d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
-                for tc in reg.topic_configs]
+        rows: list[Row] = [
+            (tc.topic_name, d(tc.read_queue_nums) or str(tc.read_queue_nums),
+             d(tc.write_queue_nums) or str(tc.write_queue_nums),
+             d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
+            for tc in reg.topic_configs]
         n = self._calls.chunk_rows
         topic_chunks = [table_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
