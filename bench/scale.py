@@ -14,7 +14,8 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
   workers, alternating with the Java NameServer's storm on a fresh JVM (``--java``): every
   sample, and the medians over them and the first storm (this machine is shared: one storm
   varies by ±10 % from run to run);
-* memory: Redis used_memory per queue row (B x T rows);
+* memory: Redis used_memory per queue row (B x T rows); each worker's RSS and peak RSS after
+  the storm and after the rounds;
 * rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
   unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
   unchanged 5.x split round (chunks of 800, a new DataVersion each), each round started past the
@@ -360,6 +361,13 @@ async def fleet() -> AsyncIterator[Fleet]:
             await client.aclose()
 
 
+def workers_rss(f: Fleet) -> dict[str, list[int]]:
+    """Each worker's RSS now and at its peak so far, MB (the Helm chart's limit is 512 MiB)."""
+    status = [Path(f"/proc/{proc.pid}/status").read_text() for proc, _, _ in f.workers]
+    return {key: [int(text.split(f"{field}:")[1].split()[0]) // 1024 for text in status]
+            for key, field in (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))}
+
+
 def whole_frames(wholes: list[bytes]) -> Any:
     """Broker b's REGISTER_BROKER of its whole table."""
     return lambda b, opaque: register_frame(b, wholes[b], opaque)
@@ -456,8 +464,10 @@ async def nsfleet_side(args: argparse.Namespace, wholes: list[bytes],
         rows = args.brokers * args.topics
         used = int((await client.info("memory"))["used_memory"]) - base_mem
         out["memory"] = {"queue_rows": rows, "redis_bytes": used,
-                         "bytes_per_row": round(used / rows, 1)}
+                         "bytes_per_row": round(used / rows, 1),
+                         "workers_after_storm": workers_rss(f)}
         out["rounds"] = await rounds(client, conns, wholes, split_bodies, pids)
+        out["memory"]["workers_after_rounds"] = workers_rss(f)
         if args.analytics:
             async with kept_alive(conns):
                 out["analytics"] = await asyncio.to_thread(analytics, f.server.url,

@@ -406,6 +406,11 @@ class BrokerRegistration:
     # Every number of topic_configs proven within Java's int by the decoder (the common shape
     # of a remoting body, nsfleet.domain.topic_tables): validation checks only the names.
     numbers_checked: bool = False
+    # Where the store keeps its checks and encoding of topic_configs for as long as the decoded
+    # body is kept (a remoting connection's last, ``RegisterBody.table_memo``): a worker's
+    # bounded memo of tables cannot hold every broker's when it sees more topics than its
+    # bound, and its brokers, re-registering in turn, would evict each other every round.
+    table_memo: dict[Any, Any] | None = None
 
     def validated(self, topics: CheckedTopics | None = None) -> BrokerRegistration:
         """Check what identifies the broker (ValidationError naming the field) and keep every

@@ -74,6 +74,10 @@ class RemotingProtocol(asyncio.BufferedProtocol):
         self.last_active = time.monotonic()
         self.batch: list[bytes] | None = None  # see data_received
         self.big_slot = False  # receiving a big frame (nsfleet.remoting.big_frames)
+        # The big bodies received in this connection's slot and not yet read by their handler
+        # (by id): the slot is kept until they are (``body_read``).
+        self._unread_big: set[int] = set()
+        self.conn.body_read = self.body_read
         self._reading: memoryview | None = None  # the buffer of the read under way
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -162,7 +166,19 @@ class RemotingProtocol(asyncio.BufferedProtocol):
             self._abort("bad frame", bad)
         elif self.decoder.pending_frame_size > BIG_FRAME_BYTES:
             self.server.big_frames.admit(self)
-        elif self.big_slot:
+        elif self.big_slot and not self._unread_big:
+            self.server.big_frames.release(self)
+
+    def body_read(self, body: bytes) -> None:
+        """``body``'s handler has read it."""
+        self._big_body_done(id(body))
+
+    def _big_body_done(self, body_id: int) -> None:
+        """Once every big body received in this connection's slot is read (or its handler
+        done), and no big frame is under way, the slot goes to the next."""
+        self._unread_big.discard(body_id)
+        if (not self._unread_big and self.big_slot
+                and self.decoder.pending_frame_size <= BIG_FRAME_BYTES):
             self.server.big_frames.release(self)
 
     def pause(self) -> None:
@@ -204,7 +220,21 @@ class RemotingProtocol(asyncio.BufferedProtocol):
         if self.server.in_flight >= MAX_IN_FLIGHT:
             self.reply(cmd, make_response(cmd, ResponseCode.SYSTEM_BUSY, remark=OVERLOAD))
             return
+        if self.big_slot and cmd.body is not None and len(cmd.body) > BIG_FRAME_BYTES:
+            # Received in the slot: a body waiting to be read takes memory as a frame being
+            # received does, so the slot is kept until the handler has read it.
+            self._unread_big.add(id(cmd.body))
+            self.server.spawn(self._handle_big(cmd, id(cmd.body)))
+            return
         self.server.spawn(self._handle(cmd))
+
+    async def _handle_big(self, cmd: RemotingCommand, body_id: int) -> None:
+        # By id: holding the body here would keep it until the answer, which handlers that
+        # drop it once read (REGISTER_BROKER) do not.
+        try:
+            await self._handle(cmd)
+        finally:
+            self._big_body_done(body_id)
 
     async def _handle(self, cmd: RemotingCommand) -> None:
         ns = self.server.ns

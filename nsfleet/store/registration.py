@@ -66,9 +66,13 @@ class BrokerRegistrar:
         # The same table object again (a broker re-sending the bytes a front end remembers):
         # its checks and encoding are a pure function of it. Static topics depend on more.
         key = (id(source), delete_absent_topics)
-        known = None if reg.topic_queue_mappings else self._tables.get(key)
+        kept = reg.table_memo if reg.table_memo is not None else {}
+        known = None
+        if not reg.topic_queue_mappings:
+            known = kept.get(delete_absent_topics) or self._tables.get(key)
         if known is not None and known[0] is source:
             reg.validated(known[1])
+            kept[delete_absent_topics] = known
             return known[2], [], known[3], [], known[4]
         reg.validated()
         # Java files a mapping under its own bname; only storable topic names are kept.
@@ -95,7 +99,8 @@ class BrokerRegistrar:
         digest = hasher.hexdigest()
         if not mappings and isinstance(source, tuple):
             checked = CheckedTopics(reg.topics_sent, reg.topic_configs, reg.dropped_topics)
-            self._tables.put(key, (source, checked, len(rows), topic_chunks, digest), len(rows))
+            kept[delete_absent_topics] = (source, checked, len(rows), topic_chunks, digest)
+            self._tables.put(key, kept[delete_absent_topics], len(rows))
         return len(rows), mappings, topic_chunks, mapping_chunks, digest
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,

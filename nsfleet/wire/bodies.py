@@ -54,6 +54,9 @@ class RegisterBody:
     # Every number of the table proven within Java's int by the decoder (BrokerRegistration's
     # field of the same name). Derived, so not compared.
     numbers_checked: bool = field(default=False, compare=False, repr=False)
+    # What is derived from this body's table and kept as long as the body is (a remoting
+    # connection keeps its last): BrokerRegistration.table_memo. Not compared.
+    table_memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def crc32(body: bytes | bytearray | memoryview | None) -> int:

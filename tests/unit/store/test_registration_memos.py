@@ -58,6 +58,32 @@ async def test_the_same_table_tuple_is_checked_and_encoded_once(
     assert await orphans(store.redis, store.keys) == []
 
 
+async def test_a_decoded_body_keeps_its_table_checked_and_encoded_past_the_memos_bound(
+        any_redis: aioredis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker seeing more topics than its memo holds (150 brokers of 10,000 topics of their
+    own) had its brokers evict each other's tables: every unchanged round checked and encoded
+    them all again. The table's checks and encoding are kept with the decoded body too (its
+    ``table_memo``, which a connection keeps with its last body)."""
+    store = RouteStore(any_redis, "memo-body")
+    await store.load_scripts()
+    store.registration._tables = BoundedMemo(max_topics=150)  # one of the two tables at a time
+    checks = _counting_checks(monkeypatch)
+    tables = [tuple(TopicConfig(f"T{i}", 8, 8, perm) for i in range(100)) for perm in (6, 4)]
+    kept: list[dict[object, object]] = [{}, {}]
+    for counter in range(1, 4):  # the two brokers in turn, three rounds
+        for b, (table, memo) in enumerate(zip(tables, kept, strict=True)):
+            await store.register_broker(BrokerRegistration(
+                "c1", f"10.0.0.{b}:10911", f"g{b}", 0, data_version=DataVersion(counter, 1),
+                topic_configs=table, table_memo=memo))
+    assert len(checks) == 2
+    # Without it, the two evict each other from the bounded memo every time.
+    for b, table in enumerate(tables):
+        await store.register_broker(BrokerRegistration(
+            "c1", f"10.0.0.{b}:10911", f"g{b}", 0, data_version=DataVersion(9, 1),
+            topic_configs=table))
+    assert len(checks) == 4
+
+
 async def test_a_list_is_never_remembered(any_redis: aioredis.Redis,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A caller may change a list between calls: only tuples are remembered."""
@@ -127,9 +153,8 @@ async def test_a_new_data_version_alone_decodes_to_the_same_remoting_table() -> 
     body = await conn.register_body(PLAIN_5X, False, V5_0_0)
     assert isinstance(body.topic_configs, tuple)
     assert body.topic_configs == tuple(body.topic_config_table.values())
-    again = await conn.register_body(bytes(PLAIN_5X), False, V5_0_0)  # now known by digest
-    assert again.topic_configs is body.topic_configs  # the table's memo
-    assert await conn.register_body(bytes(PLAIN_5X), False, V5_0_0) is again  # the connection's
+    again = await conn.register_body(bytes(PLAIN_5X), False, V5_0_0)
+    assert again is body  # the connection's memo: the same bytes
     changed = PLAIN_5X.replace(b'"counter":5', b'"counter":6')
     other = await conn.register_body(changed, False, V5_0_0)
     assert other.topic_configs is body.topic_configs and other.data_version.counter == 6
