@@ -17,7 +17,8 @@ Phases, each on the same throwaway redis-server and two `nsfleet serve` workers:
 * memory: Redis used_memory per queue row (B x T rows); each worker's RSS and peak RSS after
   the storm and after the rounds;
 * rounds: the Redis time (INFO commandstats) of one steady-state 30 s round of every broker:
-  unchanged whole re-registrations (the same DataVersion: forceRegister's default) and an
+  unchanged whole re-registrations (the same DataVersion: forceRegister's default) after a
+  split round and after a whole round (whole_repeated: the same bytes again), and an
   unchanged 5.x split round (chunks of 800, a new DataVersion each), each round started past the
   workers' unchanged-chunk window (as a round 30 s after the last is) and measured until the
   DataVersions they answered from their memo are written (split_over_whole), and Redis's own
@@ -362,10 +363,10 @@ async def fleet() -> AsyncIterator[Fleet]:
 
 
 def workers_rss(f: Fleet) -> dict[str, list[int]]:
-    """Each worker's RSS now and at its peak so far, MB (the Helm chart's limit is 512 MiB)."""
+    """Each worker's RSS now and at its peak so far, MiB (the Helm chart's limit: 512)."""
     status = [Path(f"/proc/{proc.pid}/status").read_text() for proc, _, _ in f.workers]
     return {key: [int(text.split(f"{field}:")[1].split()[0]) // 1024 for text in status]
-            for key, field in (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))}
+            for key, field in (("rss_mib", "VmRSS"), ("peak_rss_mib", "VmHWM"))}
 
 
 def whole_frames(wholes: list[bytes]) -> Any:
@@ -487,7 +488,8 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
     chunks, the others are measured); and the CPU of Redis and both workers over the round
     (the figure to set beside the JVM's)."""
     out: dict[str, Any] = {}
-    samples: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
+    samples: dict[str, list[float]] = {"whole_unchanged": [], "whole_repeated": [],
+                                       "split_unchanged": []}
     counter = 10
 
     async def split_round() -> None:
@@ -505,7 +507,8 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
     await split_round()  # records the chunks
     await split_round()  # proves each unchanged: the workers' memos know every chunk's digest
     calls: dict[str, int] = {}
-    cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": []}
+    cpu: dict[str, list[float]] = {"whole_unchanged": [], "whole_repeated": [],
+                                   "split_unchanged": []}
     pids = {k: v for k, v in pids.items() if k != "sender"}
 
     async def whole_round() -> None:
@@ -517,13 +520,21 @@ async def rounds(client: aioredis.Redis, conns: list[Conn], wholes: list[bytes],
 
     # Redis's own CPU over each round, less what it spends idle over as long: script time is
     # wall time inside a command, which the 2 cores shared with both workers stretch.
-    redis_cpu: dict[str, list[float]] = {"whole_unchanged": [], "split_unchanged": [],
-                                         "idle": []}
+    redis_cpu: dict[str, list[float]] = {"whole_unchanged": [], "whole_repeated": [],
+                                         "split_unchanged": [], "idle": []}
     # Five alternations: script time is wall time inside a command, which the workers' CPU on
     # the 2 cores Redis shares stretches from one round to the next (1.2-2.6x seen over runs).
     for _ in range(ROUNDS):
-        for name, run in (("whole_unchanged", whole_round), ("split_unchanged", split_round),
-                          ("idle", idle_round)):
+        # whole_unchanged follows a split round, so each connection's last body is a chunk;
+        # whole_repeated is the whole round sent twice, the second measured: a broker that does
+        # not split its registrations sends the same body every 30 s.
+        for name, prepare, run in (("whole_unchanged", None, whole_round),
+                                   ("whole_repeated", whole_round, whole_round),
+                                   ("split_unchanged", None, split_round),
+                                   ("idle", None, idle_round)):
+            if prepare is not None:
+                await asyncio.sleep(WINDOW + 0.5)
+                await prepare()
             # A round starts past the memo's window, as one 30 s after the last does.
             await asyncio.sleep(WINDOW + 0.5)
             before, n = await script_usec(client), await script_calls(client)

@@ -146,6 +146,9 @@ FIGURES: tuple[Figure, ...] = (
            "scale-300x10k-distinct", ("storm_medians", "nsfleet_over_java"), None, unit="x"),
     Figure("300 x 10k, a table per broker: route reads during the storm, p99 (median)",
            "scale-300x10k-distinct", ("storm_medians", "nsfleet_reads_p99_ms"), None, unit="ms"),
+    # The Helm chart's limit of a worker's memory: 512 MiB.
+    Figure("300 x 10k, a table per broker: a worker's peak RSS over the storm and rounds",
+           "scale-300x10k-distinct", ("@worker_peak_rss",), 512.0, unit="MiB"),
     Figure("60 x 10k: unchanged split round / unchanged whole round, Redis time", "scale",
            ("nsfleet", "rounds", "split_over_whole"), 2.0, unit="x"),
     Figure("60 x 10k: the same, Redis's own CPU less idle", "scale",
@@ -166,7 +169,14 @@ FIGURES: tuple[Figure, ...] = (
            "rows, alone)", "route_cost", ("@route_over_floor",), None, unit="x"),
 )
 
-COMPUTED = {"@cascade_longest": _cascade_longest, "@script_time_longest": _script_time_longest,
+def _worker_peak_rss(data: dict[str, Any]) -> float:
+    memory = data["nsfleet"]["memory"]
+    return max(max(memory[phase]["peak_rss_mib"])
+               for phase in ("workers_after_storm", "workers_after_rounds"))
+
+
+COMPUTED = {"@worker_peak_rss": _worker_peak_rss, "@cascade_longest": _cascade_longest,
+            "@script_time_longest": _script_time_longest,
             "@console_filter_max": _console_filter_max, "@storm_over_floor": _storm_over_floor,
             "@route_us_60": _route_us_60, "@route_over_floor": _route_over_floor}
 

@@ -190,7 +190,7 @@ async def register_broker(ns: NameServer, h: RegisterBrokerHeader, cmd: Remoting
         raise Crc32Mismatch
     body = await conn.register_body(cmd.body, h.compressed, cmd.version)
     # Read: the bytes (1.7 MB for 10,000 topics) need not wait for Redis with the request. In a
-    # storm they did, ~250 MB of a worker's 150 tables at its peak (bench/scale.py).
+    # storm they did: a worker given 150 such tables peaked at 575 MiB (bench/scale.py).
     cmd.body = None
     reg = BrokerRegistration(
         h.cluster_name, h.broker_addr, h.broker_name, h.broker_id,
