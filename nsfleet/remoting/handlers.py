@@ -99,7 +99,8 @@ class Connection:
     last_register_body: tuple[bool, int, int, bytes, RegisterBody] | None = None
     # Told when a request's body has been read (decoded): the server then lets the next big
     # frame in (nsfleet.remoting.big_frames).
-    body_read: Callable[[bytes], None] = lambda body: None
+    body_read: Callable[[bytes], None] = field(default=lambda body: None, repr=False,
+                                               compare=False)
 
     async def register_body(self, body: bytes | None, compressed: bool,
                             version: int) -> RegisterBody:

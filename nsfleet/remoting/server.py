@@ -75,7 +75,8 @@ class RemotingProtocol(asyncio.BufferedProtocol):
         self.batch: list[bytes] | None = None  # see data_received
         self.big_slot = False  # receiving a big frame (nsfleet.remoting.big_frames)
         # The big bodies received in this connection's slot and not yet read by their handler
-        # (by id): the slot is kept until they are (``body_read``).
+        # (by id): the slot is kept until they are (``body_read``). An id reused by a later
+        # body while an earlier handler runs at worst gives the slot back early.
         self._unread_big: set[int] = set()
         self.conn.body_read = self.body_read
         self._reading: memoryview | None = None  # the buffer of the read under way
@@ -177,9 +178,8 @@ class RemotingProtocol(asyncio.BufferedProtocol):
         """Once every big body received in this connection's slot is read (or its handler
         done), and no big frame is under way, the slot goes to the next."""
         self._unread_big.discard(body_id)
-        if (not self._unread_big and self.big_slot
-                and self.decoder.pending_frame_size <= BIG_FRAME_BYTES):
-            self.server.big_frames.release(self)
+        if not self._unread_big and self.decoder.pending_frame_size <= BIG_FRAME_BYTES:
+            self.server.big_frames.done(self)
 
     def pause(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
