@@ -76,15 +76,6 @@ class BigFrameSlots:
             del self.holders[conn]
             self._hand_over()
 
-    def done(self, conn: Receiver) -> None:
-        """``conn`` needs no slot now (its frames received, their bodies read): its slot goes to
-        the next, or it leaves the queue and reads again (a holder given way after its slice
-        while its handler had yet to read its body waits for nothing)."""
-        if conn in self.waiting:
-            self.waiting.remove(conn)
-            conn.resume()
-        self.release(conn)
-
     def _hold(self, conn: Receiver) -> None:
         conn.big_slot = True
         self.holders[conn] = time.monotonic()

@@ -176,10 +176,13 @@ class RemotingProtocol(asyncio.BufferedProtocol):
 
     def _big_body_done(self, body_id: int) -> None:
         """Once every big body received in this connection's slot is read (or its handler
-        done), and no big frame is under way, the slot goes to the next."""
+        done), and no big frame is under way, the slot goes to the next. One that gave way
+        after its slice meanwhile stays queued, to take a slot for nothing later: letting it
+        leave made a 300 x 10k storm ~6 % longer (more registrations in Redis at once)."""
         self._unread_big.discard(body_id)
-        if not self._unread_big and self.decoder.pending_frame_size <= BIG_FRAME_BYTES:
-            self.server.big_frames.done(self)
+        if (not self._unread_big and self.big_slot
+                and self.decoder.pending_frame_size <= BIG_FRAME_BYTES):
+            self.server.big_frames.release(self)
 
     def pause(self) -> None:
         if self.transport is not None and not self.transport.is_closing():

@@ -74,26 +74,6 @@ async def test_a_holder_gives_way_after_its_slice_and_waits_behind() -> None:
     assert stalled.big_slot and not stalled.paused
 
 
-async def test_a_holder_done_while_it_waits_behind_leaves_the_queue_and_reads_again() -> None:
-    """A holder keeps its slot until its body is read (nsfleet.remoting.server); given way after
-    its slice meanwhile, it waits paused behind the others. Once its body is read it needs no
-    slot: it leaves the queue and reads again, rather than take a slot for nothing later."""
-    slots = BigFrameSlots(slots=1, slice_s=0.05)
-    reading, other, third = Conn("reading"), Conn("other"), Conn("third")
-    slots.admit(reading)
-    slots.admit(other)
-    for _ in range(200):
-        if other.big_slot:
-            break
-        await asyncio.sleep(0.01)
-    assert reading.paused and list(slots.waiting) == [reading]
-    slots.admit(third)
-    slots.done(reading)
-    assert not reading.paused and not reading.big_slot and list(slots.waiting) == [third]
-    slots.done(other)
-    assert third.big_slot and not third.paused
-
-
 async def test_a_lone_holder_keeps_its_slot_past_its_slice() -> None:
     slots = BigFrameSlots(slots=1, slice_s=0.01)
     a = Conn("a")
