@@ -296,6 +296,46 @@ class CpuMeter:
         return out
 
 
+class CpuTimeline:
+    """Each process's CPU every ``SAMPLE_S`` of a storm, as a % of one core: where a storm's
+    time goes. With tables of their own it has two phases (the eighth pass, docs/table-shape.md):
+    the workers decoding and encoding tables, with Redis about half busy, then Redis alone
+    writing what is left while the workers wait."""
+
+    SAMPLE_S = 0.25
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.samples: list[dict[str, int]] = []
+
+    async def run(self) -> None:
+        last = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        while True:
+            await asyncio.sleep(self.SAMPLE_S)
+            now = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+            self.samples.append({name: round((now[name] - last[name]) / self.SAMPLE_S * 100)
+                                 for name in now})
+            last = now
+
+    def summary(self) -> dict[str, Any]:
+        """The samples, and with Redis and workers among the processes: how long the workers
+        used a core or more between them (decoding), Redis's mean % of a core meanwhile, and
+        Redis's after the last such sample, while it wrote alone."""
+        out: dict[str, Any] = {"sample_s": self.SAMPLE_S, "pct_of_a_core": self.samples}
+        workers = [n for n in self.pids if n.startswith("worker")]
+        if "redis" not in self.pids or not workers or not self.samples:
+            return out
+        busy = [i for i, s in enumerate(self.samples) if sum(s[n] for n in workers) >= 100]
+        after = self.samples[busy[-1] + 1:] if busy else self.samples
+        out["workers_decoding_s"] = round(len(busy) * self.SAMPLE_S, 2)
+        out["redis_pct_while_workers_decode"] = (
+            round(statistics.mean(self.samples[i]["redis"] for i in busy)) if busy else None)
+        out["redis_alone_s"] = round(len(after) * self.SAMPLE_S, 2)
+        out["redis_pct_after"] = (round(statistics.mean(s["redis"] for s in after))
+                                  if after else None)
+        return out
+
+
 # --- phases ------------------------------------------------------------------------------------
 
 
@@ -304,13 +344,16 @@ async def storm(ports: list[int], brokers: int, frame_of: Any, read_port: int, t
     conns = [await Conn.open(ports[b % len(ports)]) for b in range(brokers)]
     with Reads(read_port, topics) if reads else contextlib.nullcontext() as reader:
         meter = CpuMeter(pids)
+        timeline = CpuTimeline(pids)
+        sampling = asyncio.create_task(timeline.run())
         started = time.perf_counter()
         times = await asyncio.gather(*(c.call(frame_of(b, 1)) for b, c in enumerate(conns)))
         elapsed = time.perf_counter() - started
         cpu = meter.read()
+        sampling.cancel()
         read = reader.result() if reader is not None else None
     result = {"storm_s": round(elapsed, 2), "slowest_broker_s": round(max(times), 2),
-              "cpu": cpu}
+              "cpu": cpu, "cpu_timeline": timeline.summary()}
     if read is not None:
         result["reads_during_ms"] = read
     return result, conns
