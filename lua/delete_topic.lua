@@ -25,15 +25,17 @@ local moved = qd_fence(true)
 if moved then return moved end
 local names, left
 if cluster == '' then
-  names = qd_topic_names(topic)
-  left = math.max(#names - limit, 0)
+  local total
+  names, total = qd_topic_some_names(topic, limit)
+  left = total - #names
 else
   names = {}
   local all = qd_topic_names(topic)
-  if #all > 0 then
-    local in_cluster = rcall('SMISMEMBER', k_cluster(cluster), unpack(all))
-    for i, name in ipairs(all) do
-      if in_cluster[i] == 1 then names[#names + 1] = name end
+  for from = 1, #all, SLICE do
+    local upto = math.min(from + SLICE - 1, #all)
+    local in_cluster = rcall('SMISMEMBER', k_cluster(cluster), unpack(all, from, upto))
+    for i = from, upto do
+      if in_cluster[i - from + 1] == 1 then names[#names + 1] = all[i] end
     end
   end
   left = math.max(#names - limit, 0)

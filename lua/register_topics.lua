@@ -22,6 +22,9 @@
     ARGV[9] arg_absent         topics whose queue data of this group goes, as a JSON array of topics
     ARGV[10] arg_fresh         "1" = the group had no queue data when the registration began (the
                                head's fresh): rows are written without reading them first
+    ARGV[11] arg_absent_lists  the group's list fields that name arg_absent's topics, a JSON array
+                               ("" = every list; includes/<layout>/queue_data.lua's qd_drop_absent:
+                               only these are read and rewritten)
   Output:
     {"ok", changed, epochDelta, added}   changed "1" when a table changed; epochDelta: how far
                       this call advanced the group's topicsEpoch (register_commit.lua checks that
@@ -48,6 +51,7 @@ local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
 local added = write_queues(name, arg_topics, cjson.decode(arg_mappings), arg_force == '1',
   arg_clear_write == '1', arg_fresh == '1')
-qd_drop_absent(name, cjson.decode(arg_absent))
+qd_drop_absent(name, cjson.decode(arg_absent),
+  arg_absent_lists ~= '' and cjson.decode(arg_absent_lists) or nil)
 local delta = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0') - epoch
 return {'ok', publish_changes() and '1' or '0', tostring(delta), tostring(added)}

@@ -208,9 +208,10 @@ class BrokerRegistrar:
         changed = head_changed == "1"
 
         def chunk(topics: bytes | str, mappings: bytes | str, absent: bytes | str,
-                  fresh: str) -> scripts.RegisterTopicsArgs:
+                  fresh: str, absent_lists: bytes | str = "") -> scripts.RegisterTopicsArgs:
             return scripts.RegisterTopicsArgs(reg.cluster, reg.addr, reg.name, generation, force,
-                                          clear_write, topics, mappings, absent, fresh)
+                                              clear_write, topics, mappings, absent, fresh,
+                                              absent_lists)
 
         stale = False
         # The group's topicsEpoch as the chunks leave it, unless another writer changed a row
@@ -233,9 +234,11 @@ class BrokerRegistrar:
                     added_epoch += int(rest[2])
             if delete_absent and not stale:
                 incoming = {tc.topic_name for tc in reg.topic_configs}
-                absent = sorted(await self._listed_topics(reg.name) - incoming)
-                calls = [chunk("", "[]", json_arg(absent[i:i + n]), "0")
-                         for i in range(0, len(absent), n)]
+                listed = await self._listed_topics(reg.name)
+                # In the order of the lists, so that each call rewrites few of them.
+                absent = [t for t in listed if t not in incoming]
+                calls = [chunk("", "[]", json_arg(part), "0", _lists_naming(part, listed))
+                         for part in (absent[i:i + n] for i in range(0, len(absent), n))]
                 for status, rest in await self._calls.call_many("register_topics", calls,
                                                           stop_on=Status.STALE):
                     if status is Status.OK:
@@ -250,15 +253,28 @@ class BrokerRegistrar:
         return changed, rest
 
 
-    async def _listed_topics(self, name: str) -> set[str]:
+    async def _listed_topics(self, name: str) -> dict[str, list[str]]:
         """The topics group ``name`` lists (docs/queue-data-layouts.md; in layout 2 a superset
-        of those it has a row of: the chunk skips the others)."""
+        of those it has a row of: the chunk skips the others), each with the list fields that
+        name it (layout 2; none in layout 1, which keeps a set), in the order of the lists."""
         if self._calls.layout == scripts.LAYOUT_TOPICS:
             lists = await self._calls.redis.hgetall(self._keys.group_topics(name))
-            return {t for field, text in lists.items() if field != GROUP_TOPICS_COUNTER
-                    for t in text.split("\n") if t}
-        return {t async for t in self._calls.redis.sscan_iter(self._keys.broker_topics(name),
-                                                              count=1000)}
+            listed: dict[str, list[str]] = {}
+            for field, text in lists.items():
+                if field != GROUP_TOPICS_COUNTER:
+                    for t in text.split("\n"):
+                        if t:
+                            listed.setdefault(t, []).append(field)
+            return listed
+        return {t: [] async for t in self._calls.redis.sscan_iter(
+            self._keys.broker_topics(name), count=1000)}
+
+
+def _lists_naming(topics: list[str], listed: dict[str, list[str]]) -> bytes | str:
+    """register_topics.lua's arg_absent_lists: the list fields that name ``topics`` (layout 2),
+    or "" for every list (layout 1 keeps no lists)."""
+    fields = dict.fromkeys(f for t in topics for f in listed[t])
+    return json_arg(list(fields)) if fields else ""
 
 
 def _registered(reg: BrokerRegistration, status: Status, rest: list[Any],

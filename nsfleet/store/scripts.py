@@ -85,6 +85,7 @@ class RegisterTopicsArgs(NamedTuple):
     mappings: bytes | str
     absent: bytes | str
     fresh: str
+    absent_lists: bytes | str  # "": every list of the group
 
 
 class RegisterCommitArgs(NamedTuple):

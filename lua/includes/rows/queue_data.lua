@@ -120,6 +120,11 @@ end
 
 -- Topic reads.
 local function qd_topic_names(topic) return group_names_of(rcall('SMEMBERS', k_topic(topic))) end
+-- Up to `limit` of them, and how many there are (layout 1 reads them all: it is leaving).
+local function qd_topic_some_names(topic, limit)
+  local all = qd_topic_names(topic)
+  return {unpack(all, 1, math.min(limit, #all))}, #all
+end
 local function qd_row(topic, name)
   local q = rcall('HMGET', k_queue(topic, name), 'readQueueNums', 'writeQueueNums', 'perm',
     'topicSysFlag')
@@ -167,7 +172,8 @@ local function drop_queue(topic, name)
   touch_topic(topic)
 end
 
-local function qd_drop_absent(name, topics)
+-- `_lists` (layout 2's list fields naming `topics`) mean nothing here: a set per group.
+local function qd_drop_absent(name, topics, _lists)
   local btkey, n = k_broker_topics(name), 0
   for _, topic in ipairs(topics) do
     if rcall('SISMEMBER', btkey, topic) == 1 then

@@ -232,6 +232,14 @@ end
 -- Topic reads.
 local function qd_topic_names(topic) return rcall('HKEYS', k_topic_routes(topic)) end
 
+-- Up to `limit` of them (any), and how many there are: O(limit), however many groups serve the
+-- topic (a deletion in calls of `limit` rows read them all in each call before).
+local function qd_topic_some_names(topic, limit)
+  local key = k_topic_routes(topic)
+  -- (`or {}`: a missing key answers nil to some Redis emulations, an empty array to Redis.)
+  return rcall('HRANDFIELD', key, limit) or {}, rcall('HLEN', key)
+end
+
 local function qd_row(topic, name)
   local value = rcall('HGET', k_topic_routes(topic), name)
   if not value then return nil end
@@ -286,8 +294,12 @@ local function drop_queue(topic, name)
 end
 
 -- deleteTopicWithBrokerRegistration: the rows go, and in a call that removed any, the lists are
--- rewritten once without them (a list emptied goes; the key goes with the last one).
-local function qd_drop_absent(name, topics)
+-- rewritten once without them (a list emptied goes; the key goes with the last one). `lists`:
+-- the list fields that name `topics`, as the caller read them (a registration in chunks reads
+-- the group's lists first), so only those are read and rewritten: reading every list in each
+-- call made a big group's calls grow with the group (bench/script_time.py, delete_absent). nil:
+-- every list (a topic listed only in a field not named stays listed: the lists are a superset).
+local function qd_drop_absent(name, topics, lists)
   local gone, n = {}, 0
   for _, topic in ipairs(topics) do
     if drop_row(topic, name) then
@@ -298,8 +310,21 @@ local function qd_drop_absent(name, topics)
   if n == 0 then return 0 end
   count_removed(name, n)
   local lkey = k_group_topics(name)
-  local fields, texts = read_lists(lkey)
-  local kept = #fields
+  local fields, texts = {}, {}
+  if lists then
+    for i = 1, #lists, SLICE do
+      local part = {unpack(lists, i, math.min(i + SLICE - 1, #lists))}
+      local got = rcall('HMGET', lkey, unpack(part))
+      for j, f in ipairs(part) do
+        if got[j] and f ~= COUNTER and not texts[f] then
+          fields[#fields + 1] = f
+          texts[f] = got[j]
+        end
+      end
+    end
+  else
+    fields, texts = read_lists(lkey)
+  end
   for _, f in ipairs(fields) do
     local out, changed = {}, false
     for t in string.gmatch(texts[f], LISTED) do
@@ -307,12 +332,15 @@ local function qd_drop_absent(name, topics)
     end
     if #out == 0 then
       rcall('HDEL', lkey, f)
-      kept = kept - 1
     elseif changed then
       rcall('HSET', lkey, f, table.concat(out, '\n'))
     end
   end
-  if kept == 0 then rcall('DEL', lkey) end
+  -- The key goes with its last list (COUNTER alone is no list).
+  local left = rcall('HLEN', lkey)
+  if left == 0 or (left == 1 and rcall('HEXISTS', lkey, COUNTER) == 1) then
+    rcall('DEL', lkey)
+  end
   return n
 end
 

@@ -240,3 +240,46 @@ async def test_route_groups_stay_a_hash_table_and_go_with_the_last_group(
     await store.unregister_broker("c1", regs[0].addr, "h0")
     assert set(await real_redis.hkeys(key)) == {"h1"}
     assert await orphans(real_redis, store.keys) == []
+
+
+async def test_a_topic_deletion_call_reads_only_the_rows_it_removes(
+        real_redis: aioredis.Redis) -> None:
+    """A topic served by many groups is deleted in calls of ``chunk_rows`` rows: each call reads
+    those rows and the hash's length, not every group's field (HKEYS of the whole hash made each
+    call grow with the groups: bench/script_time.py)."""
+    s = RouteStore(real_redis, "cost-delete-topic", chunk_rows=4)
+    await s.load_scripts()
+    for i in range(10):
+        await s.register_broker(BrokerRegistration(
+            "c1", f"10.0.1.{i}:1", f"g{i}", 0, data_version=DataVersion(1, 1),
+            topic_configs=[TopicConfig("shared"), TopicConfig(f"own{i}")]))
+    key = s.keys.topic_routes("shared")
+    cmds = await script_commands(s, lambda: s.delete_topic("shared"))
+    on_topic = [c[0] for c in cmds if c[1] == key]
+    assert "HKEYS" not in on_topic and "HGETALL" not in on_topic
+    assert on_topic.count("HRANDFIELD") == 3  # ceil(10 / 4) calls
+    assert on_topic.count("HDEL") == 10
+    assert await s.pickup_route("shared") is None
+    assert await orphans(real_redis, s.keys) == []
+
+
+async def test_a_chunk_of_delete_absent_rewrites_only_the_lists_naming_its_topics(
+        real_redis: aioredis.Redis) -> None:
+    """deleteTopicWithBrokerRegistration in chunks: the registration reads the group's lists
+    once, and each chunk call reads and rewrites the lists that name its topics only (every
+    list in every call made each call grow with the group: bench/script_time.py)."""
+    s = RouteStore(real_redis, "cost-delete-absent", chunk_rows=4)
+    await s.load_scripts()
+    await s.register_broker(BIG_SMALL := replace(BIG, topic_configs=BIG.topic_configs[:40]))
+    lists = s.keys.group_topics("big")
+    assert await real_redis.hlen(lists) == 11  # 10 lists of 4 topics and the counter
+    kept = replace(BIG_SMALL, topic_configs=BIG_SMALL.topic_configs[:4],
+                   data_version=DataVersion(2, 200))
+    cmds = await script_commands(s, lambda: s.register_broker(kept, delete_absent_topics=True))
+    reads = [c[0] for c in cmds if c[1] == lists and c[0] in ("HGETALL", "HMGET")]
+    # The first call counts the group's topics once (is the registration too big for one
+    # call?), then one list read a chunk of 4 of the 36 topics gone, each in one list.
+    assert reads == ["HGETALL"] + ["HMGET"] * 9
+    assert await real_redis.hgetall(lists) == {"#": "10", "1": "\n".join(
+        t.topic_name for t in kept.topic_configs)}
+    assert await orphans(real_redis, s.keys) == []

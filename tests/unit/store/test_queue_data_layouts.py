@@ -52,7 +52,7 @@ elseif op == 'write_queues' then
 elseif op == 'table_topics' then
   result = sorted_keys(table_topics(a[1]))
 elseif op == 'drop_absent' then
-  result = {qd_drop_absent(a[1], cjson.decode(a[2]))}
+  result = {qd_drop_absent(a[1], cjson.decode(a[2]), a[3] and cjson.decode(a[3]) or nil)}
 elseif op == 'drop_queue' then
   drop_queue(a[1], a[2])
   result = {}
@@ -515,6 +515,33 @@ async def test_drop_absent_removes_only_rows_the_group_has(twin: Twin) -> None:
     listed = {t for ts in (await twin.lists("A")).values() for t in ts}
     assert "T4" not in listed and "T2" not in listed  # the lists lost the rows removed
     assert await twin.same("drop_absent", "A", json.dumps([])) == [0]
+
+
+async def test_drop_absent_named_the_lists_rewrites_only_those(twin: Twin) -> None:
+    """A registration in chunks names, with each chunk of topics to drop, the lists that name
+    them (it read the group's lists first): only those are read and rewritten, so a call's work
+    does not grow with the group. A topic listed in a list not named stays listed (the lists are
+    a superset of the rows), and the key still goes with its last list."""
+    await twin.setup("A")
+    await twin.same("write_queues", "A", rows_of(["T1", "T2"]), "[]", "1", "0", "1")
+    await twin.same("write_queues", "A", rows_of(["U1", "U2"]), "[]", "1", "0", "0")
+    assert await twin.lists("A") == {"1": ["T1", "T2"], "2": ["U1", "U2"]}
+    assert await twin.same("drop_absent", "A", json.dumps(["T1", "U1"]), json.dumps(["1"])) == [2]
+    assert await twin.lists("A") == {"1": ["T2"], "2": ["U1", "U2"]}
+    state = await twin.state("A")
+    assert state["groups"]["A"][0] == ["T2", "U2"]
+    # Named lists that are gone, or the counter, are no lists: nothing read for them.
+    assert await twin.same("drop_absent", "A", json.dumps(["T2"]),
+                           json.dumps(["1", "9", "#"])) == [1]
+    assert await twin.lists("A") == {"2": ["U1", "U2"]}
+    # Every list named and emptied: the key goes, counter and all.
+    await twin.setup("B")
+    await twin.same("write_queues", "B", rows_of(["V1"]), "[]", "1", "0", "1")
+    await twin.same("write_queues", "B", rows_of(["W1"]), "[]", "1", "0", "0")
+    assert await twin.same("drop_absent", "B", json.dumps(["V1", "W1"]),
+                           json.dumps(["2", "1"])) == [2]
+    assert await twin.same("has_rows", "B") == [0]
+    assert await twin.redis.exists(twin.k2.group_topics("B")) == 0
 
 
 async def test_drop_queue_removes_the_row_its_mapping_and_an_emptied_topic(twin: Twin) -> None:

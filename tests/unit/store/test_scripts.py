@@ -366,7 +366,7 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     assert await store.all_topics() == ["C0", "C1"]
     # A chunk of a superseded registration writes nothing.
     assert (await store.calls.call("register_topics", scripts.RegisterTopicsArgs(
-        "c1", big.addr, "big", "0", "1", "0", "", "[]", "[]", "0")))[0] == "stale"
+        "c1", big.addr, "big", "0", "1", "0", "", "[]", "[]", "0", "")))[0] == "stale"
     # A group too big for one cascade is left to drain_cleanup.lua; registering its name
     # meanwhile answers "drain" (then drains and registers).
     await store.register_broker(big)
