@@ -146,6 +146,12 @@ FIGURES: tuple[Figure, ...] = (
            "scale-300x10k-distinct", ("storm_medians", "nsfleet_over_java"), None, unit="x"),
     Figure("300 x 10k, a table per broker: route reads during the storm, p99 (median)",
            "scale-300x10k-distinct", ("storm_medians", "nsfleet_reads_p99_ms"), None, unit="ms"),
+    # The floor under that storm (bench/table_cost.py): each side's CPU for the same 300 tables
+    # sent one after another, and nsfleet's over two cores against Java's sequential wall time.
+    Figure("300 x 10k, a table per broker, one after another: CPU, nsfleet / Java",
+           "table_cost", ("cpu_nsfleet_over_java",), None, unit="x"),
+    Figure("300 x 10k, a table per broker: nsfleet's CPU over two cores / Java's sequential wall",
+           "table_cost", ("nsfleet_bound_over_java_sequential_wall",), None, unit="x"),
     # The Helm chart's limit of a worker's memory: 512 MiB.
     Figure("300 x 10k, a table per broker: a worker's peak RSS over the storm and rounds",
            "scale-300x10k-distinct", ("@worker_peak_rss",), 512.0, unit="MiB"),
