@@ -28,7 +28,7 @@ from nsfleet.domain.errors import (
 )
 from nsfleet.metrics import Tally
 from nsfleet.proxy_protocol import ProxyProtocolError, ProxyState, parse_proxy_header
-from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BigFrameSlots, ReadBuffers
+from nsfleet.remoting.big_frames import BIG_FRAME_BYTES, BIG_HANDLERS, BigFrameSlots, ReadBuffers
 from nsfleet.remoting.controller_handlers import CONTROLLER_HANDLERS
 from nsfleet.remoting.handlers import (
     HANDLERS,
@@ -239,7 +239,8 @@ class RemotingProtocol(asyncio.BufferedProtocol):
         # By id: holding the body here would keep it until the answer, which handlers that
         # drop it once read (REGISTER_BROKER) do not.
         try:
-            await self._handle(cmd)
+            async with self.server.big_handlers:
+                await self._handle(cmd)
         finally:
             self._big_body_done(body_id)
 
@@ -312,6 +313,7 @@ class RemotingServer:
         self._connections_made = 0
         self._route_tallies: dict[int, Tally] = {}
         self.big_frames = BigFrameSlots()
+        self.big_handlers = asyncio.Semaphore(BIG_HANDLERS)
         self.read_buffers = ReadBuffers()
         ns.on_broker_expired(self._close_expired)
 

@@ -478,3 +478,65 @@ async def test_a_big_body_keeps_its_slot_until_its_handler_has_read_it(
         assert not slots.holders and not slots.waiting
         for client in clients:
             await client.close()
+
+
+async def test_a_worker_handles_at_most_big_handlers_big_requests_at_once(
+        redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A storm's tables are handled BIG_HANDLERS at a time (nsfleet.remoting.big_frames): a
+    received big request past them waits, its body unread and its slot kept, until one is
+    answered; small requests are answered meanwhile."""
+    slot_tables: list[BigFrameSlots] = []
+
+    def recorded() -> BigFrameSlots:
+        slot_tables.append(BigFrameSlots(slice_s=60.0))
+        return slot_tables[-1]
+
+    read = threading.Event()
+    decode = handlers._digest_and_decode
+
+    def held(*args: Any) -> Any:
+        read.wait(10.0)
+        return decode(*args)
+
+    handling, most = 0, 0
+    handle = server_module.RemotingProtocol._handle
+
+    async def counted(self: Any, cmd: Any) -> None:
+        nonlocal handling, most
+        if cmd.code == 103:
+            handling += 1
+            most = max(most, handling)
+        try:
+            await handle(self, cmd)
+        finally:
+            if cmd.code == 103:
+                handling -= 1
+
+    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
+    monkeypatch.setattr(server_module, "BIG_HANDLERS", 1)
+    monkeypatch.setattr(handlers, "_digest_and_decode", held)
+    monkeypatch.setattr(server_module.RemotingProtocol, "_handle", counted)
+    header = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "b",
+              "brokerId": "0", "haServerAddr": "", "compressed": "false", "bodyCrc32": "0"}
+    body = b"x" * (2 * BIG_FRAME_BYTES)
+    async with running_worker(redis_server.url) as w:
+        clients = [await w.connect() for _ in range(SLOTS)]
+        small = await w.connect()
+        calls = [asyncio.ensure_future(c.request(103, header, body, wait=15.0))
+                 for c in clients]
+        (slots,) = slot_tables
+        for _ in range(500):  # both frames received, one of them in hand (held decoding)
+            if (handling == 1 and len(slots.holders) == SLOTS
+                    and all(conn.decoder.buffered == 0  # type: ignore[attr-defined]
+                            for conn in slots.holders)):
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # time for the second to be taken in hand, were it let
+        assert handling == 1 and len(slots.holders) == SLOTS
+        assert await route_code(small) == TOPIC_NOT_EXIST
+        read.set()
+        for call in calls:  # not a table: each answered with a decode error, in turn
+            assert (await call).code == SYSTEM_ERROR
+        assert most == 1 and not slots.holders
+        for client in (*clients, small):
+            await client.close()
