@@ -358,6 +358,37 @@ async def test_overload_answers_system_busy(worker: Worker, healthy: RemotingCli
     assert healthy.unexpected == []
 
 
+def recorded_slot_tables(monkeypatch: pytest.MonkeyPatch) -> list[BigFrameSlots]:
+    """The BigFrameSlots the worker makes from now on (slices of 60 s: none ends in a test)."""
+    slot_tables: list[BigFrameSlots] = []
+
+    def recorded() -> BigFrameSlots:
+        slot_tables.append(BigFrameSlots(slice_s=60.0))
+        return slot_tables[-1]
+
+    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
+    return slot_tables
+
+
+def held_decoding(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """A big body's decoding (the table thread's) held until the event returned is set."""
+    read = threading.Event()
+    decode = handlers._digest_and_decode
+
+    def held(*args: Any) -> Any:
+        read.wait(10.0)
+        return decode(*args)
+
+    monkeypatch.setattr(handlers, "_digest_and_decode", held)
+    return read
+
+
+# A REGISTER_BROKER header for a big body that is not a table (answered with a decode error).
+BIG_REGISTER_HEADER = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "b",
+                       "brokerId": "0", "haServerAddr": "", "compressed": "false",
+                       "bodyCrc32": "0"}
+
+
 async def test_big_frames_wait_their_turn_and_a_stalled_one_gives_way(
         redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """Big frames are received by SLOTS connections at a time (nsfleet.remoting.big_frames):
@@ -395,13 +426,7 @@ async def test_a_connection_waiting_for_a_big_frame_slot_holds_one_read_of_it(
     what it read by then is one read of READ_BYTES, not what the event loop would read at once
     (256 KiB), so a storm's tables starting together move little before they wait their turn.
     Once the slots free, each waiting frame is received whole and answered."""
-    slot_tables: list[BigFrameSlots] = []
-
-    def recorded() -> BigFrameSlots:
-        slot_tables.append(BigFrameSlots(slice_s=60.0))
-        return slot_tables[-1]
-
-    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
+    slot_tables = recorded_slot_tables(monkeypatch)
     async with running_worker(redis_server.url) as w:
         stalled = [await w.connect() for _ in range(SLOTS)]
         waiting = [await w.connect() for _ in range(3)]
@@ -438,27 +463,12 @@ async def test_a_big_body_keeps_its_slot_until_its_handler_has_read_it(
     """A storm's tables arrive faster than a worker decodes them: a received body keeps its
     slot until REGISTER_BROKER has read it, so the next big frame waits in the kernel, not in
     the worker's memory (~250 MB of a storm's bodies at 150 tables a worker)."""
-    slot_tables: list[BigFrameSlots] = []
-
-    def recorded() -> BigFrameSlots:
-        slot_tables.append(BigFrameSlots(slice_s=60.0))
-        return slot_tables[-1]
-
-    read = threading.Event()
-    decode = handlers._digest_and_decode
-
-    def held(*args: Any) -> Any:
-        read.wait(10.0)
-        return decode(*args)
-
-    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
-    monkeypatch.setattr(handlers, "_digest_and_decode", held)
-    header = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "b",
-              "brokerId": "0", "haServerAddr": "", "compressed": "false", "bodyCrc32": "0"}
+    slot_tables = recorded_slot_tables(monkeypatch)
+    read = held_decoding(monkeypatch)
     body = b"x" * (2 * BIG_FRAME_BYTES)
     async with running_worker(redis_server.url) as w:
         clients = [await w.connect() for _ in range(SLOTS + 1)]
-        calls = [asyncio.ensure_future(c.request(103, header, body, wait=15.0))
+        calls = [asyncio.ensure_future(c.request(103, BIG_REGISTER_HEADER, body, wait=15.0))
                  for c in clients[:SLOTS]]
         (slots,) = slot_tables
         for _ in range(500):  # every slot's frame received, its body not read
@@ -466,7 +476,8 @@ async def test_a_big_body_keeps_its_slot_until_its_handler_has_read_it(
                    for conn in slots.holders) and len(slots.holders) == SLOTS:
                 break
             await asyncio.sleep(0.01)
-        calls.append(asyncio.ensure_future(clients[-1].request(103, header, body, wait=15.0)))
+        calls.append(asyncio.ensure_future(
+            clients[-1].request(103, BIG_REGISTER_HEADER, body, wait=15.0)))
         for _ in range(100):
             if slots.waiting:
                 break
@@ -485,19 +496,8 @@ async def test_a_worker_handles_at_most_big_handlers_big_requests_at_once(
     """A storm's tables are handled BIG_HANDLERS at a time (nsfleet.remoting.big_frames): a
     received big request past them waits, its body unread and its slot kept, until one is
     answered; small requests are answered meanwhile."""
-    slot_tables: list[BigFrameSlots] = []
-
-    def recorded() -> BigFrameSlots:
-        slot_tables.append(BigFrameSlots(slice_s=60.0))
-        return slot_tables[-1]
-
-    read = threading.Event()
-    decode = handlers._digest_and_decode
-
-    def held(*args: Any) -> Any:
-        read.wait(10.0)
-        return decode(*args)
-
+    slot_tables = recorded_slot_tables(monkeypatch)
+    read = held_decoding(monkeypatch)
     handling, most = 0, 0
     handle = server_module.RemotingProtocol._handle
 
@@ -512,17 +512,13 @@ async def test_a_worker_handles_at_most_big_handlers_big_requests_at_once(
             if cmd.code == 103:
                 handling -= 1
 
-    monkeypatch.setattr(server_module, "BigFrameSlots", recorded)
     monkeypatch.setattr(server_module, "BIG_HANDLERS", 1)
-    monkeypatch.setattr(handlers, "_digest_and_decode", held)
     monkeypatch.setattr(server_module.RemotingProtocol, "_handle", counted)
-    header = {"clusterName": "c1", "brokerAddr": "10.0.0.1:10911", "brokerName": "b",
-              "brokerId": "0", "haServerAddr": "", "compressed": "false", "bodyCrc32": "0"}
     body = b"x" * (2 * BIG_FRAME_BYTES)
     async with running_worker(redis_server.url) as w:
         clients = [await w.connect() for _ in range(SLOTS)]
         small = await w.connect()
-        calls = [asyncio.ensure_future(c.request(103, header, body, wait=15.0))
+        calls = [asyncio.ensure_future(c.request(103, BIG_REGISTER_HEADER, body, wait=15.0))
                  for c in clients]
         (slots,) = slot_tables
         for _ in range(500):  # both frames received, one of them in hand (held decoding)
