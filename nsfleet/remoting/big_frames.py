@@ -37,9 +37,11 @@ SLICE_S = 1.0
 # Redis calls). Unbounded, a storm's 150 tables a worker were all in hand at once, and a route
 # read waited behind their work at each turn of the event loop: at 300 x 10k with tables of
 # their own, reads' p99 44-67 ms; at most 8, 33-36 ms, the storm ~4 % longer (docs/table-shape.md,
-# the ninth pass). A request waiting here keeps its slot (its body is not yet read), so the next
-# big frames wait in the kernel.
-BIG_HANDLERS = 8
+# the ninth pass). Four since a storm's chunks are written together (store/joint_chunks.py): a
+# shorter storm packs the workers' work closer, and with 8, reads' p99 was 40-73 ms, with 4
+# 35-41 (the tenth pass). A request waiting here keeps its slot (its body is not yet read), so
+# the next big frames wait in the kernel.
+BIG_HANDLERS = 4
 READ_BYTES = 64 * 1024  # one read of a connection: every request but a big table in one read
 BIG_READ_BYTES = 1024 * 1024  # one read of a connection receiving a big frame
 

@@ -23,6 +23,7 @@ from nsfleet.runtime.memo import BoundedMemo
 from nsfleet.runtime.table_thread import in_table_thread
 from nsfleet.store import scripts
 from nsfleet.store.departures import Departures
+from nsfleet.store.joint_chunks import JointChunks, joinable
 from nsfleet.store.keys import GROUP_TOPICS_COUNTER, ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
@@ -57,6 +58,8 @@ class BrokerRegistrar:
         self._tables: BoundedMemo[tuple[Any, ...]] = BoundedMemo()
         # Registrations proven unchanged, which answer the rest of a split round without Redis.
         self.unchanged_chunks = UnchangedChunks(self._write_data_versions)
+        # First registrations' chunks, written with those of other groups' (a storm).
+        self.joint_chunks = JointChunks(calls)
 
     def _encoded_table(self, reg: BrokerRegistration, delete_absent_topics: bool
                        ) -> tuple[int, list[list[Any]], list[bytes], list[bytes], str]:
@@ -223,10 +226,16 @@ class BrokerRegistrar:
         if writer == "1":
             n = self._calls.chunk_rows
             calls = [chunk(text, "[]", "[]", fresh) for text in topic_chunks]
+            joint: list[scripts.RegisterTopicsArgs] = []
+            if calls and joinable(calls[0]):
+                joint, calls = calls, []
             calls += [chunk("", text, "[]", fresh) for text in mapping_chunks]
             # A "stale" chunk: a newer registration of the broker, or its removal, took over.
-            for status, rest in await self._calls.call_many("register_topics", calls,
-                                                      stop_on=Status.STALE):
+            replies = await self.joint_chunks.write(joint) if joint else []
+            if not any(status is Status.STALE for status, _ in replies):
+                replies += await self._calls.call_many("register_topics", calls,
+                                                       stop_on=Status.STALE)
+            for status, rest in replies:
                 stale = stale or status is Status.STALE
                 if status is Status.OK:
                     changed = changed or rest[0] == "1"

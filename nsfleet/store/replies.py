@@ -51,6 +51,8 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
     "register_broker": frozenset({Status.OK, Status.FENCED, Status.REJECTED, Status.FULL,
                                   Status.CHUNK, Status.HEAD, Status.DRAIN}),
     "register_topics": frozenset({Status.OK, Status.STALE}),
+    # The call's status; each chunk's, "ok" or "stale", is among the values.
+    "register_topics_joint": frozenset({Status.OK}),
     "register_commit": frozenset({Status.OK}),
     "register_data_version": frozenset({Status.OK}),
     "drain_cleanup": frozenset({Status.OK}),
@@ -83,9 +85,9 @@ SCRIPT_STATUSES: dict[str, frozenset[Status]] = {
     "layout_move": frozenset({Status.OK, Status.HELD, Status.LOST}),
 }
 # Every script that reads or writes queue data checks the layout it was assembled for.
-for _name in ("register_broker", "register_topics", "register_commit", "unregister_broker",
-              "sweep", "drain_cleanup", "clear_write_perm", "route", "topic_summary", "topic_list",
-              "register_topic", "delete_topic", "write_perm"):
+for _name in ("register_broker", "register_topics", "register_topics_joint", "register_commit",
+              "unregister_broker", "sweep", "drain_cleanup", "clear_write_perm", "route",
+              "topic_summary", "topic_list", "register_topic", "delete_topic", "write_perm"):
     SCRIPT_STATUSES[_name] |= {Status.LAYOUT}
 del _name
 

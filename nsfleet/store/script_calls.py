@@ -36,12 +36,14 @@ CHUNK_ROWS = 250
 CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
 # Chunk calls of all operations of one store (one worker) in Redis at once: a registration storm's
 # chunks then queue in the worker, not in Redis, where every other client (a route read) would
-# wait behind all of them.
-CHUNKS_IN_REDIS = 4
+# wait behind all of them. Two since a call may carry four registrations' chunks
+# (store/joint_chunks.py: a route read's p50 during a 300 x 10k storm 8-10 ms, not 14-17 with 4).
+CHUNKS_IN_REDIS = 2
 # The same for a registration's other calls (its head or probe, its commit): a storm of 300
 # brokers through two workers put ~150 of them in each worker's pool of connections at once, and
-# a route read waited for a connection behind them (bench/scale.py, 300 x 10k).
-REGISTRATIONS_IN_REDIS = 8
+# a route read waited for a connection behind them (bench/scale.py, 300 x 10k; 4, not 8, since
+# the joint chunks: docs/table-shape.md, the tenth pass).
+REGISTRATIONS_IN_REDIS = 4
 BOUNDED_REGISTRATION_CALLS = frozenset({"register_broker", "register_commit",
                                         "register_data_version"})
 # How long a queue-data write waits for a move of the layout to end (store/layout_move.py)
@@ -96,7 +98,8 @@ class ScriptCalls:
         self.redis = redis
         self.namespace = validation.namespace(namespace)
         self.keys = Keys(namespace)
-        self._chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
+        # Shared by call_many and store/joint_chunks.py.
+        self.chunk_slots = asyncio.Semaphore(CHUNKS_IN_REDIS)
         self._registration_slots = asyncio.Semaphore(REGISTRATIONS_IN_REDIS)
         # The store's layout as last seen: "1" (also while it moves) or "2"; None until the
         # first queue-data call or ``load`` learns it.
@@ -208,7 +211,7 @@ class ScriptCalls:
             for i, args in pending:
                 if stopped:
                     return
-                async with self._chunk_slots:
+                async with self.chunk_slots:
                     replies[i] = await self.call(name, args)
                 stopped = stopped or replies[i].status is stop_on
 

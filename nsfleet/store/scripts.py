@@ -37,8 +37,8 @@ COMMENT_RE = re.compile(r"--\[\[.*?\]\]|^[ \t]*--[^\n]*", re.MULTILINE | re.DOTA
 # not; nor are heartbeats, the sweep and the drains, whose loss in a failover the next
 # heartbeat or sweep repairs.
 ACKED_WRITES = frozenset({
-    "register_broker", "register_topics", "register_commit", "unregister_broker",
-    "delete_topic", "register_topic", "write_perm", "kv_put", "kv_delete",
+    "register_broker", "register_topics", "register_topics_joint", "register_commit",
+    "unregister_broker", "delete_topic", "register_topic", "write_perm", "kv_put", "kv_delete",
     "controller_apply_id", "controller_register", "controller_elect", "controller_inactive",
     "controller_alter_sync_state_set", "controller_clean",
 })
@@ -86,6 +86,11 @@ class RegisterTopicsArgs(NamedTuple):
     absent: bytes | str
     fresh: str
     absent_lists: bytes | str  # "": every list of the group
+
+
+class RegisterTopicsJointArgs(NamedTuple):
+    # per chunk: cluster, addr, name, generation, clear_write, topics (store/joint_chunks.py)
+    chunks: Sequence[Any]
 
 
 class RegisterCommitArgs(NamedTuple):
@@ -282,8 +287,9 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
     "cluster_info": ClusterInfoArgs, "delete_topic": DeleteTopicArgs,
     "register_topic": RegisterTopicArgs, "write_perm": WritePermArgs,
     "topic_list": TopicListArgs, "kv_put": KvPutArgs, "kv_delete": KvDeleteArgs,
-    "register_topics": RegisterTopicsArgs, "register_commit": RegisterCommitArgs,
-    "drain_cleanup": DrainCleanupArgs, "clear_write_perm": ClearWritePermArgs,
+    "register_topics": RegisterTopicsArgs, "register_topics_joint": RegisterTopicsJointArgs,
+    "register_commit": RegisterCommitArgs, "drain_cleanup": DrainCleanupArgs,
+    "clear_write_perm": ClearWritePermArgs,
     "topic_summary": TopicSummaryArgs, "register_data_version": RegisterDataVersionArgs,
     "controller_apply_id": ControllerApplyIdArgs, "controller_register": ControllerRegisterArgs,
     "controller_heartbeat": ControllerHeartbeatArgs, "controller_elect": ControllerElectArgs,
@@ -296,6 +302,7 @@ ARGS: dict[str, type[tuple[Any, ...]]] = {
 SCRIPT_NAMES = tuple(ARGS)
 # Scripts whose last argument is a list of any length, sent as the last ARGV items.
 REST = frozenset({"register_broker", "register_data_version", "register_topic",
+                  "register_topics_joint",
                   "topic_summary", "controller_alter_sync_state_set", "controller_clean",
                   "controller_import", "layout_move"})
 
@@ -345,7 +352,8 @@ LAYOUTS = {"1": "rows", "2": "topics"}
 LAYOUT_ROWS, LAYOUT_TOPICS = "1", "2"
 # The scripts that read or write queue data: assembled for both layouts, fenced by P:layout.
 LAYOUT_SCRIPTS = frozenset({
-    "register_broker", "register_topics", "unregister_broker", "sweep", "drain_cleanup",
+    "register_broker", "register_topics", "register_topics_joint", "unregister_broker", "sweep",
+    "drain_cleanup",
     "clear_write_perm", "route", "topic_summary", "topic_list", "register_topic", "delete_topic",
     "write_perm", "register_commit", "heartbeat",
 })

@@ -108,6 +108,20 @@ local function write_queues(name, text, mappings, force, clear_write, fresh)
   return added_rows
 end
 
+-- Fresh forced chunks of several groups (register_topics_joint.lua): write_queues for each in
+-- turn, a key per row leaving nothing to write jointly. By chunk: how far it advanced its
+-- group's topicsEpoch, and the rows it added.
+local function write_queues_joint(chunks)
+  local out = {}
+  for i, c in ipairs(chunks) do
+    local gkey = k_group(c[1])
+    local before = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
+    local added = write_queues(c[1], c[2], {}, true, c[3], true)
+    out[i] = {tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0') - before, added}
+  end
+  return out
+end
+
 -- Group reads.
 local function qd_group_has_rows(name) return rcall('EXISTS', k_broker_topics(name)) == 1 end
 local function qd_group_topic_count(name) return rcall('SCARD', k_broker_topics(name)) end

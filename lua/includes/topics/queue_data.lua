@@ -170,6 +170,61 @@ local function write_queues(name, text, mappings, force, clear_write, fresh)
   return n_added
 end
 
+-- write_queues(name, text, {}, true, clear_write, true) for several groups at once, each chunk
+-- {name, text, clear_write} of another group (register_topics_joint.lua): a topic in several
+-- chunks is one HSET of a field per group, so one redis.call writes rows of several groups
+-- (the call, not the field, is most of a row's cost: docs/table-shape.md, the tenth pass).
+-- A topic's HSET that adds fewer fields than it names found some rows there already (written
+-- meanwhile, as a fresh write overwrites): which ones is unknown, so none of its rows counts as
+-- added, and all are listed (the lists stay a superset of the rows). Returns, by chunk, how far
+-- it advanced its group's topicsEpoch (a row written, one) and the rows it counts as added.
+local function write_queues_joint(chunks)
+  local prefix = k_topic_routes_prefix()
+  local order, fields = {}, {}
+  for _, c in ipairs(chunks) do
+    local name, clear_write = c[1], c[3]
+    for topic, value in string.gmatch(c[2], ROW) do
+      if clear_write then value = without_write(value) end
+      local f = fields[topic]
+      if f then
+        f[#f + 1] = name
+        f[#f + 1] = value
+      else
+        fields[topic] = {name, value}
+        order[#order + 1] = topic
+      end
+    end
+  end
+  local listed, counted, written = {}, {}, {}
+  for _, c in ipairs(chunks) do
+    listed[c[1]], counted[c[1]], written[c[1]] = {}, 0, 0
+  end
+  for _, topic in ipairs(order) do
+    local f = fields[topic]
+    local all_new = rcall('HSET', prefix .. topic, unpack(f)) * 2 == #f
+    if not all_new then touch_topic(topic) end
+    for i = 1, #f, 2 do
+      local name = f[i]
+      local l = listed[name]
+      l[#l + 1] = topic
+      written[name] = written[name] + 1
+      if all_new then counted[name] = counted[name] + 1 end
+    end
+  end
+  touch_topics(order)
+  for from = 1, #order, SLICE do
+    rcall('SADD', k_topics(), unpack(order, from, math.min(from + SLICE - 1, #order)))
+  end
+  local out = {}
+  for i, c in ipairs(chunks) do
+    local name = c[1]
+    list_added(name, listed[name])
+    if written[name] > 0 then rcall('HINCRBY', k_group(name), 'topicsEpoch', written[name]) end
+    out[i] = {written[name], counted[name]}
+  end
+  return out
+end
+
 -- Group reads.
 local function qd_group_has_rows(name) return rcall('EXISTS', k_group_topics(name)) == 1 end
 

@@ -52,14 +52,20 @@ def record(store: RouteStore) -> list[str]:
 
 
 def die_after(store: RouteStore, chunks: int) -> None:
-    """The next chunked operation runs ``chunks`` chunk calls, then the worker dies."""
-    many = store.calls.call_many
+    """The next chunked operation runs ``chunks`` chunk calls, then the worker dies (a first
+    registration's chunks go through ``joint_chunks``, the others through ``call_many``)."""
+    many, joint = store.calls.call_many, store.registration.joint_chunks.write
 
     async def dying(name: str, calls: Any, **kwargs: Any) -> Any:
         await many(name, calls[:chunks], **kwargs)
         raise Killed
 
+    async def dying_joint(calls: Any) -> Any:
+        await joint(calls[:chunks])
+        raise Killed
+
     store.calls.call_many = dying  # type: ignore[method-assign]
+    store.registration.joint_chunks.write = dying_joint  # type: ignore[method-assign]
 
 
 async def read_queue_nums(store: RouteStore, topic: str) -> int | None:

@@ -367,6 +367,11 @@ async def test_every_script_answers_every_status_it_declares(store: RouteStore) 
     # A chunk of a superseded registration writes nothing.
     assert (await store.calls.call("register_topics", scripts.RegisterTopicsArgs(
         "c1", big.addr, "big", "0", "1", "0", "", "[]", "[]", "0", "")))[0] == "stale"
+    # Chunks of several registrations at once: each fenced on its own.
+    assert (await store.calls.call("register_topics_joint", scripts.RegisterTopicsJointArgs(
+        ["c1", big.addr, "big", "0", "0", "C0\t8\t8\t6\t0\n",
+         "c1", "10.0.2.9:1", "other", "0", "0", "C0\t8\t8\t6\t0\n"]))).values == [
+            "stale", "", "", ""] * 2
     # A group too big for one cascade is left to drain_cleanup.lua; registering its name
     # meanwhile answers "drain" (then drains and registers).
     await store.register_broker(big)
