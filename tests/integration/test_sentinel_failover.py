@@ -179,8 +179,6 @@ def test_failover_under_load_fails_no_read_and_loses_no_acknowledged_registratio
            "NSFLEET_NAMESPACE": "acked", "NSFLEET_DRAIN_TIMEOUT": "2",
            "NSFLEET_MIN_REPLICA_ACKS": "1", "NSFLEET_REPLICA_ACK_TIMEOUT": "1"}
     workers = [WorkerProcess(env, tmp_path / f"w{i}.log") for i in range(2)]
-    load = OutageLoad([w.url for w in workers], [w.remoting_port for w in workers],
-                      timeout_ms=600_000)
     acked: dict[int, int] = {}  # writer broker -> newest DataVersion counter acknowledged
     refused: list[int] = []
 
@@ -242,6 +240,10 @@ def test_failover_under_load_fails_no_read_and_loses_no_acknowledged_registratio
     try:
         for w in workers:
             w.start()
+        # Built once they run: a start moves a worker whose port was taken meanwhile to others
+        # (WorkerProcess.start), and a load built before kept the old ports (refused, once in CI).
+        load = OutageLoad([w.url for w in workers], [w.remoting_port for w in workers],
+                          timeout_ms=600_000)
         asyncio.run(scenario())
         failover = [r for r in load.reads if r.phase == "failover"]
         assert len(failover) > 100
