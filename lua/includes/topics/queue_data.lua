@@ -202,7 +202,6 @@ local function write_queues_joint(chunks)
   for _, topic in ipairs(order) do
     local f = fields[topic]
     local all_new = rcall('HSET', prefix .. topic, unpack(f)) * 2 == #f
-    if not all_new then touch_topic(topic) end
     for i = 1, #f, 2 do
       local name = f[i]
       local l = listed[name]
