@@ -10,7 +10,7 @@ chunks of 250 rows, the same topics in the same order for every group (a cluster
 script time are read around the writes, on a throwaway redis-server emptied between runs. Rounds
 alternate the values of ``--joint``; medians are kept. Writes bench/results/joint_rows.json.
 
-    .venv/bin/python bench/joint_rows.py [--groups 300] [--topics 10000] [--joint 1 2 4]
+    .venv/bin/python bench/joint_rows.py [--groups 300] [--topics 10000] [--joint 1 2 4 8]
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--groups", type=int, default=300)
     parser.add_argument("--topics", type=int, default=10_000)
-    parser.add_argument("--joint", type=int, nargs="+", default=[1, 2, 4],
+    parser.add_argument("--joint", type=int, nargs="+", default=[1, 2, 4, 8],
                         help="groups a call (1: register_topics.lua)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()

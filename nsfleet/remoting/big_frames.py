@@ -37,11 +37,12 @@ SLICE_S = 1.0
 # Redis calls). Unbounded, a storm's 150 tables a worker were all in hand at once, and a route
 # read waited behind their work at each turn of the event loop: at 300 x 10k with tables of
 # their own, reads' p99 44-67 ms; at most 8, 33-36 ms, the storm ~4 % longer (docs/table-shape.md,
-# the ninth pass). Four since a storm's chunks are written together (store/joint_chunks.py): a
-# shorter storm packs the workers' work closer, and with 8, reads' p99 was 40-73 ms, with 4
-# 35-41 (the tenth pass). A request waiting here keeps its slot (its body is not yet read), so
-# the next big frames wait in the kernel.
-BIG_HANDLERS = 4
+# the ninth pass). A worker's registrations in hand are also the chunks one call can carry
+# (store/joint_chunks.py, JOINT_CHUNKS): with 4 and chunks of four groups a call the storm took
+# 7.8-8.1 s and reads' p99 was 36-45 ms; with 8 and chunks of eight, one such call of a worker
+# in Redis at once, 6.8-7.2 s and 40-48 ms (the eleventh pass). A request waiting here keeps its
+# slot (its body is not yet read), so the next big frames wait in the kernel.
+BIG_HANDLERS = 8
 READ_BYTES = 64 * 1024  # one read of a connection: every request but a big table in one read
 BIG_READ_BYTES = 1024 * 1024  # one read of a connection receiving a big frame
 

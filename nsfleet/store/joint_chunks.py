@@ -7,8 +7,9 @@ group); written together, the rows of one topic for up to ``JOINT_CHUNKS`` group
 (docs/table-shape.md, the tenth pass). So each registration offers all its chunks at once
 (``write``); whenever it gets one of the store's chunk slots (``ScriptCalls.chunk_slots``: at
 most ``CHUNKS_IN_REDIS`` chunk calls of a worker in Redis at once), it writes the chunk of its
-own that the most waiting chunks of other groups start like, and those chunks with it.
-A registration alone waits for nobody: its chunks go one by one as before.
+own that the most waiting chunks of other groups start like, and those chunks with it; a call
+of several chunks also takes the worker's one joint slot (``JOINT_CALLS_IN_REDIS``). A
+registration alone waits for nobody: its chunks go one by one as before.
 
 Only a fresh forced chunk of topics alone is offered (``joinable``); the others go as
 register_topics.lua. In layout 1 (a key per row) the script writes the chunks one by one. A
@@ -25,9 +26,15 @@ from nsfleet.store import scripts
 from nsfleet.store.replies import Reply, Status
 from nsfleet.store.script_calls import CALLS_IN_FLIGHT, ScriptCalls
 
-# The most chunks (of distinct groups) one call writes: four chunks of 250 rows that share their
-# topics take ~1.7 ms of Redis, against ~0.6 ms for one chunk's call (bench/joint_rows.py).
-JOINT_CHUNKS = 4
+# The most chunks (of distinct groups) one call writes: eight chunks of 250 rows that share their
+# topics take ~3 ms of Redis, against ~0.6 ms for one chunk's call (bench/joint_rows.py).
+JOINT_CHUNKS = 8
+# Calls of several chunks a worker has in Redis at once. A route read waits in Redis behind what
+# is there: with two such calls of eight (the chunk slots), reads' p99 during a 300 x 10k storm
+# was 50-59 ms, with one 40-48 ms, the storm as long (docs/table-shape.md, the eleventh pass).
+# A chunk written alone takes a chunk slot only, so a registration alone still has
+# CALLS_IN_FLIGHT calls in Redis.
+JOINT_CALLS_IN_REDIS = 1
 
 
 def joinable(args: scripts.RegisterTopicsArgs) -> bool:
@@ -65,6 +72,7 @@ class JointChunks:
         self.most = most
         self._waiting: dict[bytes, list[_Chunk]] = {}
         self._writing: set[asyncio.Task[None]] = set()
+        self.joint_slots = asyncio.Semaphore(JOINT_CALLS_IN_REDIS)
 
     async def write(self, chunks: Sequence[scripts.RegisterTopicsArgs]) -> list[Reply]:
         """Write one registration's ``chunks`` (each ``joinable``), CALLS_IN_FLIGHT of its own at
@@ -75,15 +83,31 @@ class JointChunks:
         for chunk in mine:
             self._waiting.setdefault(chunk.key, []).append(chunk)
 
+        def next_chunk() -> _Chunk | None:
+            # A call's replies are set before its slots are freed: seen here.
+            return None if _stale(mine) else self._best(mine)
+
         async def drive() -> None:
             while True:
                 await self._calls.chunk_slots.acquire()
-                # A call's replies are set before its slot is freed: seen here.
-                chunk = None if _stale(mine) else self._best(mine)
+                joint = False
+                try:
+                    chunk = next_chunk()
+                    if chunk is not None and self._has_partners(chunk):
+                        await self.joint_slots.acquire()
+                        joint = True
+                        chunk = next_chunk()  # others took chunks, or offered, meanwhile
+                except BaseException:
+                    self._release(joint)
+                    raise
                 if chunk is None:
-                    self._calls.chunk_slots.release()
+                    self._release(joint)
                     return
-                task = asyncio.create_task(self._write_batch(self._take(chunk)))
+                batch = self._take(chunk)
+                if joint and len(batch) == 1:
+                    self.joint_slots.release()
+                    joint = False
+                task = asyncio.create_task(self._write_batch(batch, joint))
                 self._writing.add(task)
                 task.add_done_callback(self._writing.discard)
                 await asyncio.shield(task)
@@ -107,6 +131,15 @@ class JointChunks:
                     break
         return best
 
+    def _has_partners(self, chunk: _Chunk) -> bool:
+        """Whether a chunk of another group waits with ``chunk``'s first topic."""
+        return any(c.args.name != chunk.args.name for c in self._waiting[chunk.key])
+
+    def _release(self, joint: bool) -> None:
+        self._calls.chunk_slots.release()
+        if joint:
+            self.joint_slots.release()
+
     def _take(self, chunk: _Chunk) -> list[_Chunk]:
         """``chunk`` and up to ``most`` - 1 waiting chunks of other groups with its first topic,
         out of the waiting ones."""
@@ -129,8 +162,9 @@ class JointChunks:
             if not same:
                 del self._waiting[chunk.key]
 
-    async def _write_batch(self, batch: list[_Chunk]) -> None:
-        """One call for ``batch`` (its slot taken, released here), its replies to each chunk."""
+    async def _write_batch(self, batch: list[_Chunk], joint: bool) -> None:
+        """One call for ``batch`` (its chunk slot taken, and the joint slot if ``joint``; both
+        released here), its replies to each chunk."""
         try:
             replies = await self._call(batch)
         except BaseException as exc:
@@ -143,7 +177,7 @@ class JointChunks:
             for c, reply in zip(batch, replies, strict=True):
                 c.reply.set_result(reply)
         finally:
-            self._calls.chunk_slots.release()
+            self._release(joint)
 
     async def _call(self, batch: list[_Chunk]) -> list[Reply]:
         if len(batch) == 1:

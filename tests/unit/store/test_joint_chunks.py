@@ -145,8 +145,8 @@ def test_only_a_first_registrations_topic_chunks_are_joinable() -> None:
 class GatedCalls:
     """ScriptCalls as JointChunks uses it: calls recorded, each answered once ``gate`` opens."""
 
-    def __init__(self, stale: frozenset[str] = frozenset()) -> None:
-        self.chunk_slots = asyncio.Semaphore(1)
+    def __init__(self, stale: frozenset[str] = frozenset(), slots: int = 1) -> None:
+        self.chunk_slots = asyncio.Semaphore(slots)
         self.gate = asyncio.Event()
         self.gate.set()
         self.batches: list[list[tuple[str, str]]] = []
@@ -182,6 +182,43 @@ async def test_a_call_carries_the_chunk_the_most_others_start_like() -> None:
     calls.chunk_slots.release()
     assert [len(r) for r in await asyncio.gather(a, b)] == [2, 1]
     assert calls.batches == [[("a", "T3"), ("b", "T3")], [("a", "T0")]]
+
+
+async def test_one_call_of_several_chunks_is_in_redis_at_a_time() -> None:
+    """Two chunk slots, and two registrations' chunks to write together: their second call
+    waits for the first (JOINT_CALLS_IN_REDIS), holding a slot, so Redis has one call of
+    several groups' chunks of a worker before a route read."""
+    calls = GatedCalls(slots=2)
+    joint = JointChunks(calls)  # type: ignore[arg-type]
+    for _ in range(2):
+        await calls.chunk_slots.acquire()
+    storm = [asyncio.create_task(joint.write([chunk(name, "T0"), chunk(name, "T3")]))
+             for name in ("a", "b")]
+    await all_offered(joint, 4)
+    calls.gate.clear()
+    for _ in range(2):
+        calls.chunk_slots.release()
+    await until(lambda: bool(calls.batches))
+    await asyncio.sleep(0.01)
+    assert calls.batches == [[("a", "T0"), ("b", "T0")]]
+    calls.gate.set()
+    assert [len(r) for r in await asyncio.gather(*storm)] == [2, 2]
+    assert calls.batches == [[("a", "T0"), ("b", "T0")], [("a", "T3"), ("b", "T3")]]
+    assert joint.joint_slots._value == 1 and calls.chunk_slots._value == 2
+
+
+async def test_a_registration_alone_keeps_two_chunk_calls_in_redis() -> None:
+    """Chunks written alone take no joint slot: a registration alone has a chunk call in each
+    of the two chunk slots (CALLS_IN_FLIGHT), as before calls carried several."""
+    calls = GatedCalls(slots=2)
+    joint = JointChunks(calls)  # type: ignore[arg-type]
+    await joint.joint_slots.acquire()  # a joint call of other registrations in Redis
+    calls.gate.clear()
+    alone = asyncio.create_task(joint.write([chunk("a", f"T{i}") for i in range(3)]))
+    await until(lambda: len(calls.batches) == 2)
+    calls.gate.set()
+    assert len(await alone) == 3
+    assert calls.batches == [[("a", "T0")], [("a", "T1")], [("a", "T2")]]
 
 
 async def test_a_cancelled_registration_leaves_the_chunks_it_carried_answered() -> None:
