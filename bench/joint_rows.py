@@ -28,7 +28,7 @@ from benchlib import new_results, write_results
 from nsfleet.domain.model import BrokerRegistration, DataVersion, TopicConfig
 from nsfleet.redis_server import RedisServer
 from nsfleet.store import RouteStore, scripts
-from nsfleet.store.script_calls import CHUNK_ROWS, table_arg
+from nsfleet.store.script_calls import CHUNK_ROWS, table_chunks
 
 
 async def redis_cpu_s(client: aioredis.Redis) -> float:
@@ -55,9 +55,8 @@ async def one_run(client: aioredis.Redis, groups: int, topics: int, joint: int) 
     for reg in regs:
         generations.append(str((await store.register_broker(reg)).generation))
     rows = groups * topics
-    chunks = [table_arg([(f"Topic{t:06d}", "8", "8", "6", "0")
-                         for t in range(lo, min(lo + CHUNK_ROWS, topics))])
-              for lo in range(0, topics, CHUNK_ROWS)]
+    chunks = table_chunks([TopicConfig(f"Topic{t:06d}", 8, 8, 6, 0) for t in range(topics)],
+                          CHUNK_ROWS)
     calls = 0
     cpu0, script0 = await redis_cpu_s(client), await script_s(client)
     for g0 in range(0, groups, joint):

@@ -27,16 +27,9 @@ from nsfleet.store.joint_chunks import JointChunks, joinable
 from nsfleet.store.keys import GROUP_TOPICS_COUNTER, ORDER_TOPIC_CONFIG
 from nsfleet.store.redis_errors import translating_redis_errors
 from nsfleet.store.replies import ScriptReplyError, Status
-from nsfleet.store.script_calls import ScriptCalls, flag, json_arg, pairs, table_arg
+from nsfleet.store.script_calls import ScriptCalls, flag, json_arg, pairs, table_chunks
 from nsfleet.store.unchanged_chunks import Pending, UnchangedChunks
 
-# A queue row as the scripts take it: topic, readQueueNums, writeQueueNums, perm, topicSysFlag,
-# the numbers as decimal strings, which the scripts store as they come (a Lua tostring per field
-# cost ~1 us a row, an eighth of a first registration's Redis time).
-Row = tuple[str, str, str, str, str]
-# The decimal strings of the numbers rows usually hold (queue counts, perms, flags): a lookup
-# instead of a str() per field, a millisecond of every 10,000-topic table a storm encodes.
-_decimal = {n: str(n) for n in range(1025)}.get
 PROBE_MIN_TOPICS = 64  # below this, sending the table costs less than a second round trip
 # A table of more topics is validated and encoded in the table thread (runtime/table_thread.py):
 # that is milliseconds per thousand topics, which would otherwise hold every read the worker
@@ -85,16 +78,10 @@ class BrokerRegistrar:
                 info = topic_queue_mapping_info(raw, reg.name or "")
                 mappings.append([topic, info["bname"],
                                  json.dumps(info, separators=(",", ":"), sort_keys=True)])
-        # Only the chunks are remembered, not the rows (~90 B a topic of every table a worker
-        # sees; the names the rows hold are the validated configs').
-        d = _decimal
-        rows: list[Row] = [
-            (tc.topic_name, d(tc.read_queue_nums) or str(tc.read_queue_nums),
-             d(tc.write_queue_nums) or str(tc.write_queue_nums),
-             d(tc.perm) or str(tc.perm), d(tc.topic_sys_flag) or str(tc.topic_sys_flag))
-            for tc in reg.topic_configs]
+        # Only the chunks are remembered, not rows (~90 B a topic of every table a worker sees).
         n = self._calls.chunk_rows
-        topic_chunks = [table_arg(rows[i:i + n]) for i in range(0, len(rows), n)]
+        topic_chunks = table_chunks(reg.topic_configs, n)
+        row_count = len(reg.topic_configs)
         mapping_chunks = [json_arg(mappings[i:i + n]) for i in range(0, len(mappings), n)]
         hasher = hashlib.blake2b(flag(delete_absent_topics).encode(), digest_size=16)
         for text in (*topic_chunks, b"|", *mapping_chunks):
@@ -102,9 +89,9 @@ class BrokerRegistrar:
         digest = hasher.hexdigest()
         if not mappings and isinstance(source, tuple):
             checked = CheckedTopics(reg.topics_sent, reg.topic_configs, reg.dropped_topics)
-            kept[delete_absent_topics] = (source, checked, len(rows), topic_chunks, digest)
-            self._tables.put(key, kept[delete_absent_topics], len(rows))
-        return len(rows), mappings, topic_chunks, mapping_chunks, digest
+            kept[delete_absent_topics] = (source, checked, row_count, topic_chunks, digest)
+            self._tables.put(key, kept[delete_absent_topics], row_count)
+        return row_count, mappings, topic_chunks, mapping_chunks, digest
 
     async def register_broker(self, reg: BrokerRegistration, *, delete_absent_topics: bool = False,
                               return_order_conf: bool = True,

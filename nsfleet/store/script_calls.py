@@ -23,6 +23,7 @@ from redis.commands.core import AsyncScript
 
 from nsfleet.domain import validation
 from nsfleet.domain.errors import LayoutMoving, ReplicaAcksMissing
+from nsfleet.domain.model import TopicConfig
 from nsfleet.store import scripts
 from nsfleet.store.keys import Keys
 from nsfleet.store.redis_errors import translated
@@ -59,13 +60,25 @@ def json_arg(value: Any) -> bytes:
     return _encode(value)
 
 
-def table_arg(rows: Sequence[Sequence[str]]) -> bytes:
-    """A topic table as register_broker.lua and register_topics.lua take it: a line per row, its
-    fields separated by tabs (lua/includes/<layout>/queue_data.lua, TABLE_ROW). Stored topic
-    names hold no control character (``validation.unstorable_character``), so no field holds a
-    tab or a newline."""
-    # map() with the bound str.join keeps the loop in C: ~7 ms for 60,000 rows, not ~9.
-    return ("\n".join(map("\t".join, rows)) + "\n").encode() if rows else b""
+def table_chunks(configs: Sequence[TopicConfig], rows: int) -> list[bytes]:
+    """A topic table as register_broker.lua and register_topics.lua take it, ``rows`` rows a
+    chunk: a line per topic, its name, readQueueNums, writeQueueNums, perm and topicSysFlag
+    separated by tabs (lua/includes/<layout>/queue_data.lua, TABLE_ROW), the numbers as decimal
+    strings, which the scripts store as they come (a Lua tostring per field cost ~1 us a row).
+    Stored topic names hold no control character (``validation.unstorable_character``), so no
+    field holds a tab or a newline."""
+    # A broker's topics share a few (queues, perm, flag): each such tail is written once, and a
+    # line is a name and its tail (10,000 topics in ~1 ms, against ~2 through a tuple of strings
+    # a row: a storm's worker encodes every table it takes).
+    tails: dict[tuple[int, int, int, int], str] = {}
+    lines = []
+    for tc in configs:
+        numbers = (tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
+        tail = tails.get(numbers)
+        if tail is None:
+            tail = tails[numbers] = "\t" + "\t".join(map(str, numbers)) + "\n"
+        lines.append(tc.topic_name + tail)
+    return ["".join(lines[i:i + rows]).encode() for i in range(0, len(lines), rows)]
 
 
 def flag(b: bool) -> str:

@@ -34,7 +34,7 @@ end
 local NO_ROW = {}
 
 -- One line of a topic table: topic, readQueueNums, writeQueueNums, perm, topicSysFlag, separated
--- by tabs and ended by a newline (nsfleet.store.script_calls.table_arg writes it).
+-- by tabs and ended by a newline (nsfleet.store.script_calls.table_chunks writes it).
 local TABLE_ROW = '([^\t\n]*)\t([^\t\n]*)\t([^\t\n]*)\t([^\t\n]*)\t([^\t\n]*)\n'
 
 -- The topics named by `text` (TABLE_ROW lines), as a set.

@@ -12,7 +12,7 @@
   layout 1 on every measure: docs/table-shape.md.
   A registration's table comes as one argument of text, a line per topic (ROW below: topic,
   readQueueNums, writeQueueNums, perm, topicSysFlag, tab-separated,
-  nsfleet.store.script_calls.table_arg): the four numbers, as one capture, are the stored value,
+  nsfleet.store.script_calls.table_chunks): the four numbers, as one capture, are the stored value,
   so packing costs the script nothing. A stored topic name holds no control character
   (nsfleet.domain.validation.unstorable_character), so tabs and newlines cannot occur in one.
   The lists change only when rows are added or removed, however a broker slices its table (a

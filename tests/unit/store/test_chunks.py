@@ -73,6 +73,16 @@ async def read_queue_nums(store: RouteStore, topic: str) -> int | None:
     return None if read is None else read.route.queue_datas[0].read_queue_nums
 
 
+def test_a_table_is_sent_as_lines_of_tab_separated_decimals_n_rows_a_chunk() -> None:
+    """The scripts' text of a table (lua/includes/<layout>/queue_data.lua, TABLE_ROW): a line per
+    topic, every number in decimal, rows sharing their numbers written alike."""
+    table = [TopicConfig("A", 8, 8, 6), TopicConfig("B", 1, 2, 7, 3), TopicConfig("C", 8, 8, 6),
+             TopicConfig("D", -1, 2147483647, 0, -2147483648)]
+    assert script_calls.table_chunks(table, 3) == [
+        b"A\t8\t8\t6\t0\nB\t1\t2\t7\t3\nC\t8\t8\t6\t0\n", b"D\t-1\t2147483647\t0\t-2147483648\n"]
+    assert script_calls.table_chunks([], 3) == []
+
+
 async def test_a_big_first_registration_runs_in_chunks_with_one_call_answers(
         store: RouteStore, any_redis: aioredis.Redis) -> None:
     seen = record(store)

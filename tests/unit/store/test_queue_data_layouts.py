@@ -18,9 +18,10 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import WatchError
 
+from nsfleet.domain.model import TopicConfig
 from nsfleet.store import scripts
 from nsfleet.store.keys import Keys
-from nsfleet.store.script_calls import table_arg
+from nsfleet.store.script_calls import table_chunks
 
 HARNESS = r"""--[[
   Test harness (tests/unit/store/test_queue_data_layouts.py): ARGV[1] names a function of
@@ -115,7 +116,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def table(*rows: tuple[str, int, int, int, int]) -> str:
-    return table_arg([[t, *map(str, nums)] for t, *nums in rows]).decode()
+    return b"".join(table_chunks([TopicConfig(*row) for row in rows], 250)).decode()
 
 
 def topics(prefix: str, n: int, start: int = 0) -> list[str]:
