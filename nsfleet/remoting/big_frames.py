@@ -38,10 +38,11 @@ SLICE_S = 1.0
 # read waited behind their work at each turn of the event loop: at 300 x 10k with tables of
 # their own, reads' p99 44-67 ms; at most 8, 33-36 ms, the storm ~4 % longer (docs/table-shape.md,
 # the ninth pass). A worker's registrations in hand are also the chunks one call can carry
-# (store/joint_chunks.py, JOINT_CHUNKS): with 4 and chunks of four groups a call the storm took
-# 7.8-8.1 s and reads' p99 was 36-45 ms; with 8 and chunks of eight, one such call of a worker
-# in Redis at once, 6.8-7.2 s and 40-48 ms (the eleventh pass). A request waiting here keeps its
-# slot (its body is not yet read), so the next big frames wait in the kernel.
+# (store/joint_chunks.py, JOINT_CHUNKS): with 4 and chunks of four groups a call, 300 x 10k took
+# 1.15-1.25x Java's storm with reads' p99 38-42 ms; with 8 and chunks of eight, one such call of
+# a worker in Redis at once, 1.04-1.09x and 34-51 ms (bench/scale.py; the eleventh pass). A
+# request waiting here keeps its slot (its body is not yet read), so the next big frames wait in
+# the kernel.
 BIG_HANDLERS = 8
 READ_BYTES = 64 * 1024  # one read of a connection: every request but a big table in one read
 BIG_READ_BYTES = 1024 * 1024  # one read of a connection receiving a big frame

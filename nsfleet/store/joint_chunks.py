@@ -27,11 +27,12 @@ from nsfleet.store.replies import Reply, Status
 from nsfleet.store.script_calls import CALLS_IN_FLIGHT, ScriptCalls
 
 # The most chunks (of distinct groups) one call writes: eight chunks of 250 rows that share their
-# topics take ~3 ms of Redis, against ~0.6 ms for one chunk's call (bench/joint_rows.py).
+# topics take ~2.4 ms of Redis, against ~0.65 ms for one chunk's call, half its cost a row
+# (bench/joint_rows.py).
 JOINT_CHUNKS = 8
 # Calls of several chunks a worker has in Redis at once. A route read waits in Redis behind what
 # is there: with two such calls of eight (the chunk slots), reads' p99 during a 300 x 10k storm
-# was 50-59 ms, with one 40-48 ms, the storm as long (docs/table-shape.md, the eleventh pass).
+# was 46-59 ms, with one 40-51 ms, the storm as long (docs/table-shape.md, the eleventh pass).
 # A chunk written alone takes a chunk slot only, so a registration alone still has
 # CALLS_IN_FLIGHT calls in Redis.
 JOINT_CALLS_IN_REDIS = 1
