@@ -143,10 +143,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("60 x 10k, a table per broker: route reads during the storm, p99 (median)",
            "scale-distinct-7", ("storm_medians", "nsfleet_reads_p99_ms"), 50.0, unit="ms"),
     Figure("300 x 10k, a table per broker: the storm / the Java NameServer's, medians",
-           "scale-300x10k-distinct-9", ("storm_medians", "nsfleet_over_java"), None,
+           "scale-300x10k-distinct-11", ("storm_medians", "nsfleet_over_java"), None,
            unit="x"),
     Figure("300 x 10k, a table per broker: route reads during the storm, p99 (median)",
-           "scale-300x10k-distinct-9", ("storm_medians", "nsfleet_reads_p99_ms"), 50.0,
+           "scale-300x10k-distinct-11", ("storm_medians", "nsfleet_reads_p99_ms"), 50.0,
            unit="ms"),
     # The floor under that storm (bench/table_cost.py): each side's CPU for the same 300 tables
     # sent one after another, and nsfleet's over two cores against Java's sequential wall time.
@@ -159,7 +159,7 @@ FIGURES: tuple[Figure, ...] = (
            "joint_rows", ("redis_cpu_over_one_group_a_call", "8"), None, unit="x"),
     # The Helm chart's limit of a worker's memory: 512 MiB.
     Figure("300 x 10k, a table per broker: a worker's peak RSS over the storm and rounds",
-           "scale-300x10k-distinct-9", ("@worker_peak_rss",), 512.0, unit="MiB"),
+           "scale-300x10k-distinct-11", ("@worker_peak_rss",), 512.0, unit="MiB"),
     Figure("60 x 10k: unchanged split round / unchanged whole round, Redis time", "scale",
            ("nsfleet", "rounds", "split_over_whole"), 2.0, unit="x"),
     Figure("60 x 10k: the same, Redis's own CPU less idle", "scale",
