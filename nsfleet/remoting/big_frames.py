@@ -40,7 +40,7 @@ SLICE_S = 1.0
 # the ninth pass). A worker's registrations in hand are also the chunks one call can carry
 # (store/joint_chunks.py, JOINT_CHUNKS): with 4 and chunks of four groups a call, 300 x 10k took
 # 1.15-1.25x Java's storm with reads' p99 38-42 ms; with 8 and chunks of eight, one such call of
-# a worker in Redis at once, 1.04-1.09x and 34-51 ms (bench/scale.py; the eleventh pass). A
+# a worker in Redis at once, 0.86-1.09x and 32-51 ms (bench/scale.py; the eleventh pass). A
 # request waiting here keeps its slot (its body is not yet read), so the next big frames wait in
 # the kernel.
 BIG_HANDLERS = 8
