@@ -38,15 +38,13 @@
 --- @include "rcall"
 --- @include "keys"
 --- @include "changes"
+--- @include "chunk_fence"
 --- @include "queue_data"
 
 local cluster, addr, name, generation = arg_cluster, arg_addr, arg_name, arg_generation
 local moved = qd_fence(true)
 if moved then return moved end
-if rcall('HGET', k_reg(cluster, addr), 'generation') ~= generation
-    or rcall('EXISTS', k_group(name)) == 0 then
-  return {'stale'}
-end
+if not chunk_current(cluster, addr, name, generation) then return {'stale'} end
 local gkey = k_group(name)
 local epoch = tonumber(rcall('HGET', gkey, 'topicsEpoch') or '0')
 local added = write_queues(name, arg_topics, cjson.decode(arg_mappings), arg_force == '1',

@@ -19,9 +19,8 @@
     {"layout", layout}   the store is in another layout than this assembly's
                          (includes/<layout>/queue_data.lua); nothing written
 ]]
---- @include "rcall"
---- @include "keys"
 --- @include "changes"
+--- @include "chunk_fence"
 --- @include "queue_data"
 
 local moved = qd_fence(true)
@@ -32,8 +31,7 @@ for i = 1, #given, 6 do
   local cluster, addr, name, generation = given[i], given[i + 1], given[i + 2], given[i + 3]
   if seen[name] then return redis.error_reply('register_topics_joint: two chunks of ' .. name) end
   seen[name] = true
-  if rcall('HGET', k_reg(cluster, addr), 'generation') == generation
-      and rcall('EXISTS', k_group(name)) == 1 then
+  if chunk_current(cluster, addr, name, generation) then
     live[#live + 1] = {name, given[i + 5], given[i + 4] == '1'}
     live_at[#live] = (i + 5) / 6
   end

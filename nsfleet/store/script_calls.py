@@ -37,8 +37,9 @@ CHUNK_ROWS = 250
 CALLS_IN_FLIGHT = 2  # chunk calls of one operation sent before the first answers
 # Chunk calls of all operations of one store (one worker) in Redis at once: a registration storm's
 # chunks then queue in the worker, not in Redis, where every other client (a route read) would
-# wait behind all of them. Two since a call may carry four registrations' chunks
-# (store/joint_chunks.py: a route read's p50 during a 300 x 10k storm 8-10 ms, not 14-17 with 4).
+# wait behind all of them. Two since a call may carry several registrations' chunks
+# (store/joint_chunks.py: a route read's p50 during a 300 x 10k storm 8-10 ms, not 14-17 with 4;
+# of those calls, one of a worker at a time: JOINT_CALLS_IN_REDIS).
 CHUNKS_IN_REDIS = 2
 # The same for a registration's other calls (its head or probe, its commit): a storm of 300
 # brokers through two workers put ~150 of them in each worker's pool of connections at once, and
